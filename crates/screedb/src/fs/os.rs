@@ -1,0 +1,221 @@
+//! [`Fs`] on the real file system.
+//!
+//! Writes go through a user-space buffer (flushed by `flush`/`sync`); `sync` is `fdatasync`;
+//! directory entries are made durable by opening the directory and calling `fsync` on it;
+//! LOCK files use the OS advisory lock (`flock` on Linux) through `std::fs::File::try_lock`.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FileLock, Fs, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// The real file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsFs;
+
+/// Size of the user-space write buffer of [`OsFs`] files.
+const WRITE_BUFFER: usize = 64 << 10;
+
+struct OsWritable {
+    path: PathBuf,
+    file: BufWriter<File>,
+    size: u64,
+}
+
+impl WritableFile for OsWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.file
+            .write_all(data)
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        self.size += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.file
+            .flush()
+            .map_err(|e| Error::io("write", &self.path, e))
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.file
+            .get_ref()
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.path, e))
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+struct OsRandomAccess {
+    path: PathBuf,
+    file: File,
+    size: u64,
+}
+
+impl RandomAccessFile for OsRandomAccess {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io("read", &self.path, e))
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+#[derive(Debug)]
+struct OsLock {
+    // The lock is released when the file is closed.
+    _file: File,
+}
+
+impl FileLock for OsLock {}
+
+impl Fs for OsFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e))?;
+        Ok(Box::new(OsWritable {
+            path: path.to_path_buf(),
+            file: BufWriter::with_capacity(WRITE_BUFFER, file),
+            size: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        Ok(Arc::new(OsRandomAccess {
+            path: path.to_path_buf(),
+            file,
+            size,
+        }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path)
+            .map_err(|e| Error::io("stat", path, e))?
+            .len())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io("remove", path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| Error::io("list", dir, e))? {
+            let entry = entry.map_err(|e| Error::io("list", dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        fs::remove_dir(dir).map_err(|e| Error::io("remove directory", dir, e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("sync directory", dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(OsLock { _file: file })),
+            Err(TryLockError::WouldBlock) => Err(Error::Locked(path.to_path_buf())),
+            Err(TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_sync_read_rename_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = OsFs;
+        let a = dir.path().join("a");
+        let mut w = fs.create(&a).unwrap();
+        w.append(b"hello ").unwrap();
+        w.append(b"world").unwrap();
+        assert_eq!(w.size(), 11);
+        w.sync().unwrap();
+        drop(w);
+        let r = fs.open(&a).unwrap();
+        assert_eq!(r.size(), 11);
+        assert_eq!(r.read_vec(6, 5).unwrap(), b"world");
+        assert!(r.read_vec(8, 5).is_err(), "reading past the end must fail");
+        let b = dir.path().join("b");
+        fs.rename(&a, &b).unwrap();
+        fs.sync_dir(dir.path()).unwrap();
+        assert!(!fs.exists(&a));
+        assert_eq!(fs.list(dir.path()).unwrap(), vec!["b".to_string()]);
+        fs.remove(&b).unwrap();
+        assert!(fs.list(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn second_lock_is_refused_until_first_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let first = OsFs.lock(&path).unwrap();
+        let err = OsFs.lock(&path).unwrap_err();
+        assert!(matches!(err, Error::Locked(_)), "{err}");
+        assert!(err.to_string().contains("locked by another process"));
+        drop(first);
+        OsFs.lock(&path).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let err = OsFs
+            .open(Path::new("/nonexistent/screedb-file"))
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("/nonexistent/screedb-file"),
+            "{err}"
+        );
+    }
+}

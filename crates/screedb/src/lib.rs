@@ -1,0 +1,24 @@
+//! ScreeDB: an embedded, crash-safe key-value store on a fragmented LSM tree.
+//!
+//! This crate holds the engine. The modules below are the building blocks every layer shares:
+//! - [`fs`]: the file-system seam (real, in-memory and fault-injecting implementations);
+//! - [`wal`]: the write-ahead log format (LevelDB-compatible framing);
+//! - [`table`]: sorted tables (blocks, Bloom filter, properties, footer) and their caches;
+//! - [`manifest`]: the version-edit records of the MANIFEST;
+//! - [`iter`]: internal iterators, merging and concatenating;
+//! - [`key`] and [`comparator`]: internal keys and their order.
+//!
+//! On-disk formats are described in `docs/format.md`.
+
+#![warn(missing_docs)]
+
+pub mod checksum;
+pub mod coding;
+pub mod comparator;
+pub mod error;
+pub mod fs;
+pub mod iter;
+pub mod key;
+
+pub use comparator::{BytewiseComparator, Comparator};
+pub use error::{Error, Result};
