@@ -1,0 +1,467 @@
+//! Version edits: the records of the MANIFEST.
+//!
+//! An edit is a sequence of fields, each a one-byte tag followed by that tag's payload. All
+//! integers are fixed-width little-endian; byte strings are `len: u32 LE | bytes`.
+//!
+//! ```text
+//! edit  := field*
+//! field := tag: u8 | payload
+//!
+//! tag  payload
+//!  1   comparator:      name bytes (UTF-8)
+//!  2   log number:      u64
+//!  3   next file number: u64
+//!  4   last sequence:   u64
+//!  5   deleted file:    level: u32 | file number: u64
+//!  6   new file:        level: u32 | FileMeta fields (see file_meta.rs)
+//!  7   prev log number: u64
+//!  8   added guard:     level: u32 | user key bytes
+//!  9   removed guard:   level: u32 | user key bytes
+//! 10   stat:            name bytes (UTF-8) | value: u64
+//! ```
+//!
+//! Every byte of a record is either a tag or part of a field, so there is no trailing garbage to
+//! detect: a cut that falls exactly between two fields decodes as a shorter, valid edit. Whole
+//! records are protected by the CRC of the framing log the MANIFEST is written with, not by this
+//! encoding.
+
+use std::path::Path;
+
+use crate::coding::{put_u32, put_u64};
+use crate::error::Result;
+
+use super::file_meta::FileMeta;
+use super::{FieldReader, put_bytes};
+
+/// The highest level number a version edit may name; larger levels are corruption.
+pub const MAX_LEVEL: u32 = 64;
+
+/// Field tags of a version edit.
+///
+/// These numbers are written to disk and must never be changed or reused. A retired tag stays
+/// here as a comment. Tag 0 is never written, so a zeroed record fails to decode.
+pub mod tag {
+    /// Name of the user comparator.
+    pub const COMPARATOR: u8 = 1;
+    /// Number of the write-ahead log holding writes not yet in tables.
+    pub const LOG_NUMBER: u8 = 2;
+    /// Next unused file number.
+    pub const NEXT_FILE_NUMBER: u8 = 3;
+    /// Last sequence number used.
+    pub const LAST_SEQUENCE: u8 = 4;
+    /// A table removed from a level.
+    pub const DELETED_FILE: u8 = 5;
+    /// A table added to a level.
+    pub const NEW_FILE: u8 = 6;
+    /// Number of the log before the current one (LevelDB compatibility; 0 if none).
+    pub const PREV_LOG_NUMBER: u8 = 7;
+    /// An FLSM guard added to a level.
+    pub const ADDED_GUARD: u8 = 8;
+    /// An FLSM guard removed from a level.
+    pub const REMOVED_GUARD: u8 = 9;
+    /// A persisted statistics counter.
+    pub const STAT: u8 = 10;
+}
+
+/// A change to the set of live tables and counters; the MANIFEST is a log of these.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Name of the user comparator (written in the first edit of a MANIFEST).
+    pub comparator: Option<String>,
+    /// Logs with smaller numbers are no longer needed.
+    pub log_number: Option<u64>,
+    /// The log before `log_number`, kept for LevelDB compatibility.
+    pub prev_log_number: Option<u64>,
+    /// Next unused file number.
+    pub next_file_number: Option<u64>,
+    /// Last sequence number used by a write.
+    pub last_sequence: Option<u64>,
+    /// Tables removed: `(level, file number)`.
+    pub deleted_files: Vec<(u32, u64)>,
+    /// Tables added: `(level, metadata)`.
+    pub new_files: Vec<(u32, FileMeta)>,
+    /// FLSM guards added: `(level, user key)`.
+    pub added_guards: Vec<(u32, Vec<u8>)>,
+    /// FLSM guards removed: `(level, user key)`.
+    pub removed_guards: Vec<(u32, Vec<u8>)>,
+    /// Persisted counters (bytes written per category and the like): `(name, value)`.
+    pub stats: Vec<(String, u64)>,
+}
+
+impl VersionEdit {
+    /// Appends the encoding of this edit to `dst`.
+    ///
+    /// Fields are written in a fixed order (comparator, log number, prev log number, next file
+    /// number, last sequence, deleted files, new files, added guards, removed guards, stats); the
+    /// decoder accepts any order.
+    pub fn encode(&self, dst: &mut Vec<u8>) {
+        if let Some(name) = &self.comparator {
+            dst.push(tag::COMPARATOR);
+            put_bytes(dst, name.as_bytes());
+        }
+        let counters = [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::PREV_LOG_NUMBER, self.prev_log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ];
+        for (t, v) in counters {
+            if let Some(v) = v {
+                dst.push(t);
+                put_u64(dst, v);
+            }
+        }
+        for &(level, number) in &self.deleted_files {
+            debug_assert!(level <= MAX_LEVEL);
+            dst.push(tag::DELETED_FILE);
+            put_u32(dst, level);
+            put_u64(dst, number);
+        }
+        for (level, meta) in &self.new_files {
+            debug_assert!(*level <= MAX_LEVEL);
+            dst.push(tag::NEW_FILE);
+            put_u32(dst, *level);
+            meta.encode_fields(dst);
+        }
+        for (t, guards) in [
+            (tag::ADDED_GUARD, &self.added_guards),
+            (tag::REMOVED_GUARD, &self.removed_guards),
+        ] {
+            for (level, key) in guards {
+                debug_assert!(*level <= MAX_LEVEL);
+                dst.push(t);
+                put_u32(dst, *level);
+                put_bytes(dst, key);
+            }
+        }
+        for (name, value) in &self.stats {
+            dst.push(tag::STAT);
+            put_bytes(dst, name.as_bytes());
+            put_u64(dst, *value);
+        }
+    }
+
+    /// Decodes an edit from one whole MANIFEST record.
+    ///
+    /// `file` and `offset` (of the record in the manifest) are only used to name the corruption.
+    /// A repeated single-valued field (comparator, counters) keeps its last value.
+    pub fn decode(src: &[u8], file: &Path, offset: u64) -> Result<VersionEdit> {
+        let mut r = FieldReader::new(src, file, offset);
+        let mut edit = VersionEdit::default();
+        while !r.is_done() {
+            let tag_offset = r.offset();
+            let t = r.u8("tag")?;
+            match t {
+                tag::COMPARATOR => edit.comparator = Some(r.string("comparator name")?),
+                tag::LOG_NUMBER => edit.log_number = Some(r.u64("log number")?),
+                tag::PREV_LOG_NUMBER => edit.prev_log_number = Some(r.u64("prev log number")?),
+                tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(r.u64("next file number")?),
+                tag::LAST_SEQUENCE => edit.last_sequence = Some(r.u64("last sequence")?),
+                tag::DELETED_FILE => {
+                    let level = r.level("deleted file level")?;
+                    let number = r.u64("deleted file number")?;
+                    edit.deleted_files.push((level, number));
+                }
+                tag::NEW_FILE => {
+                    let level = r.level("new file level")?;
+                    let meta = FileMeta::decode_fields(&mut r)?;
+                    edit.new_files.push((level, meta));
+                }
+                tag::ADDED_GUARD => {
+                    let level = r.level("added guard level")?;
+                    let key = r.bytes("added guard key")?.to_vec();
+                    edit.added_guards.push((level, key));
+                }
+                tag::REMOVED_GUARD => {
+                    let level = r.level("removed guard level")?;
+                    let key = r.bytes("removed guard key")?.to_vec();
+                    edit.removed_guards.push((level, key));
+                }
+                tag::STAT => {
+                    let name = r.string("stat name")?;
+                    let value = r.u64("stat value")?;
+                    edit.stats.push((name, value));
+                }
+                unknown => {
+                    return Err(crate::error::Error::corruption(
+                        file,
+                        tag_offset,
+                        format!("unknown version edit tag {unknown}"),
+                    ));
+                }
+            }
+        }
+        Ok(edit)
+    }
+
+    /// True when the edit changes nothing (it encodes to zero bytes).
+    pub fn is_empty(&self) -> bool {
+        self.comparator.is_none()
+            && self.log_number.is_none()
+            && self.prev_log_number.is_none()
+            && self.next_file_number.is_none()
+            && self.last_sequence.is_none()
+            && self.deleted_files.is_empty()
+            && self.new_files.is_empty()
+            && self.added_guards.is_empty()
+            && self.removed_guards.is_empty()
+            && self.stats.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use std::path::PathBuf;
+
+    fn path() -> PathBuf {
+        PathBuf::from("MANIFEST-000001")
+    }
+
+    fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..24)
+    }
+
+    fn arb_meta() -> impl Strategy<Value = FileMeta> {
+        (
+            any::<(u64, u64)>(),
+            arb_bytes(),
+            arb_bytes(),
+            any::<(u64, u64, u64, u64)>(),
+        )
+            .prop_map(
+                |((number, file_size), smallest, largest, (s, l, e, d))| FileMeta {
+                    number,
+                    file_size,
+                    smallest,
+                    largest,
+                    smallest_seq: s,
+                    largest_seq: l,
+                    num_entries: e,
+                    num_deletions: d,
+                },
+            )
+    }
+
+    fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        let level = 0..=MAX_LEVEL;
+        (
+            (
+                proptest::option::of(".{0,12}"),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
+            ),
+            vec((level.clone(), any::<u64>()), 0..4),
+            vec((level.clone(), arb_meta()), 0..4),
+            vec((level.clone(), arb_bytes()), 0..3),
+            vec((level, arb_bytes()), 0..3),
+            vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
+        )
+            .prop_map(|((c, log, prev, next, last), del, new, add, rem, stats)| {
+                VersionEdit {
+                    comparator: c,
+                    log_number: log,
+                    prev_log_number: prev,
+                    next_file_number: next,
+                    last_sequence: last,
+                    deleted_files: del,
+                    new_files: new,
+                    added_guards: add,
+                    removed_guards: rem,
+                    stats,
+                }
+            })
+    }
+
+    /// Number of fields `encode` writes for `e`.
+    fn field_count(e: &VersionEdit) -> usize {
+        [
+            e.comparator.is_some(),
+            e.log_number.is_some(),
+            e.prev_log_number.is_some(),
+            e.next_file_number.is_some(),
+            e.last_sequence.is_some(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count()
+            + e.deleted_files.len()
+            + e.new_files.len()
+            + e.added_guards.len()
+            + e.removed_guards.len()
+            + e.stats.len()
+    }
+
+    proptest! {
+        #[test]
+        fn edits_round_trip(edit in arb_edit()) {
+            let mut buf = Vec::new();
+            edit.encode(&mut buf);
+            prop_assert_eq!(buf.is_empty(), edit.is_empty());
+            let back = VersionEdit::decode(&buf, &path(), 0).unwrap();
+            prop_assert_eq!(back, edit);
+        }
+
+        /// Every cut either fails with a corruption naming a truncated field, or falls exactly on
+        /// a field boundary and decodes to the edit made of the fields before the cut.
+        #[test]
+        fn every_truncation_fails_cleanly(edit in arb_edit()) {
+            let mut buf = Vec::new();
+            edit.encode(&mut buf);
+            let mut boundaries = 0;
+            for cut in 0..=buf.len() {
+                match VersionEdit::decode(&buf[..cut], &path(), 100) {
+                    Ok(shorter) => {
+                        boundaries += 1;
+                        let mut again = Vec::new();
+                        shorter.encode(&mut again);
+                        prop_assert_eq!(&again[..], &buf[..cut]);
+                    }
+                    Err(e) => {
+                        prop_assert!(e.is_corruption());
+                        prop_assert!(e.to_string().contains("truncated"), "{}", e);
+                    }
+                }
+            }
+            // One success per field boundary, counting the empty prefix: a cut inside a field
+            // never decodes.
+            prop_assert_eq!(boundaries, field_count(&edit) + 1);
+        }
+
+        #[test]
+        fn decoding_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = VersionEdit::decode(&bytes, &path(), 0);
+        }
+    }
+
+    #[test]
+    fn unknown_tag_is_named() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            log_number: Some(3),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        buf.push(42);
+        let err = VersionEdit::decode(&buf, &path(), 1000).unwrap_err();
+        assert!(err.is_corruption());
+        let msg = err.to_string();
+        assert!(msg.contains("unknown version edit tag 42"), "{msg}");
+        assert!(msg.contains("MANIFEST-000001"), "{msg}");
+        assert!(msg.contains("offset 1009"), "{msg}");
+        let err = VersionEdit::decode(&[0], &path(), 0).unwrap_err();
+        assert!(err.to_string().contains("tag 0"), "{err}");
+    }
+
+    #[test]
+    fn truncated_field_is_named() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            last_sequence: Some(77),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        let err = VersionEdit::decode(&buf[..5], &path(), 0).unwrap_err();
+        assert!(err.to_string().contains("truncated last sequence"), "{err}");
+        // A length prefix that claims more bytes than remain.
+        let bad = [tag::COMPARATOR, 0xff, 0xff, 0xff, 0xff, b'x'];
+        let err = VersionEdit::decode(&bad, &path(), 0).unwrap_err();
+        assert!(
+            err.to_string().contains("truncated comparator name"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn level_above_maximum_is_corruption() {
+        let mut buf = vec![tag::DELETED_FILE];
+        put_u32(&mut buf, MAX_LEVEL + 1);
+        put_u64(&mut buf, 9);
+        let err = VersionEdit::decode(&buf, &path(), 0).unwrap_err();
+        assert!(err.is_corruption());
+        assert!(err.to_string().contains("level 65"), "{err}");
+        buf[1] = MAX_LEVEL as u8;
+        let ok = VersionEdit::decode(&buf, &path(), 0).unwrap();
+        assert_eq!(ok.deleted_files, vec![(MAX_LEVEL, 9)]);
+    }
+
+    #[test]
+    fn non_utf8_names_are_corruption() {
+        let buf = [tag::STAT, 1, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0];
+        let err = VersionEdit::decode(&buf, &path(), 0).unwrap_err();
+        assert!(err.to_string().contains("stat name is not UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn empty_edit_is_empty() {
+        let mut buf = Vec::new();
+        VersionEdit::default().encode(&mut buf);
+        assert!(buf.is_empty());
+        assert!(VersionEdit::default().is_empty());
+        assert!(
+            !VersionEdit {
+                stats: vec![("x".into(), 0)],
+                ..VersionEdit::default()
+            }
+            .is_empty()
+        );
+    }
+
+    /// Freezes the on-disk encoding: if this test fails, the format changed by accident.
+    #[test]
+    fn golden_bytes() {
+        let edit = VersionEdit {
+            comparator: Some("cmp".into()),
+            log_number: Some(2),
+            prev_log_number: Some(1),
+            next_file_number: Some(9),
+            last_sequence: Some(0x0102),
+            deleted_files: vec![(1, 5)],
+            new_files: vec![(
+                0,
+                FileMeta {
+                    number: 6,
+                    file_size: 0x10,
+                    smallest: b"ab".to_vec(),
+                    largest: b"yz".to_vec(),
+                    smallest_seq: 1,
+                    largest_seq: 2,
+                    num_entries: 3,
+                    num_deletions: 4,
+                },
+            )],
+            added_guards: vec![(2, b"g".to_vec())],
+            removed_guards: vec![(3, b"h".to_vec())],
+            stats: vec![("w".into(), 5)],
+        };
+        #[rustfmt::skip]
+        let golden: Vec<u8> = vec![
+            1, 3, 0, 0, 0, b'c', b'm', b'p',            // comparator "cmp"
+            2, 2, 0, 0, 0, 0, 0, 0, 0,                  // log number 2
+            7, 1, 0, 0, 0, 0, 0, 0, 0,                  // prev log number 1
+            3, 9, 0, 0, 0, 0, 0, 0, 0,                  // next file number 9
+            4, 0x02, 0x01, 0, 0, 0, 0, 0, 0,            // last sequence 0x0102
+            5, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0,      // deleted file: level 1, number 5
+            6, 0, 0, 0, 0,                              // new file: level 0
+            6, 0, 0, 0, 0, 0, 0, 0,                     //   number 6
+            0x10, 0, 0, 0, 0, 0, 0, 0,                  //   file size 16
+            2, 0, 0, 0, b'a', b'b',                     //   smallest "ab"
+            2, 0, 0, 0, b'y', b'z',                     //   largest "yz"
+            1, 0, 0, 0, 0, 0, 0, 0,                     //   smallest seq 1
+            2, 0, 0, 0, 0, 0, 0, 0,                     //   largest seq 2
+            3, 0, 0, 0, 0, 0, 0, 0,                     //   entries 3
+            4, 0, 0, 0, 0, 0, 0, 0,                     //   deletions 4
+            8, 2, 0, 0, 0, 1, 0, 0, 0, b'g',            // added guard: level 2, "g"
+            9, 3, 0, 0, 0, 1, 0, 0, 0, b'h',            // removed guard: level 3, "h"
+            10, 1, 0, 0, 0, b'w', 5, 0, 0, 0, 0, 0, 0, 0, // stat "w" = 5
+        ];
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        assert_eq!(buf, golden);
+        assert_eq!(VersionEdit::decode(&golden, &path(), 0).unwrap(), edit);
+    }
+}
