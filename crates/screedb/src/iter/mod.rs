@@ -5,11 +5,9 @@
 //! [`crate::comparator::InternalKeyComparator`] order. Errors do not interrupt the cursor API;
 //! an iterator that meets one becomes invalid and reports it from [`InternalIterator::status`].
 
-// mod concat; (helper: iter)
-// mod merging; (helper: iter)
+mod merging;
 
-// pub use concat::{ConcatIterator, TwoLevelIterator};
-// pub use merging::MergingIterator;
+pub use merging::MergingIterator;
 
 use crate::error::Result;
 
