@@ -5,8 +5,10 @@
 //! [`crate::comparator::InternalKeyComparator`] order. Errors do not interrupt the cursor API;
 //! an iterator that meets one becomes invalid and reports it from [`InternalIterator::status`].
 
+mod concat;
 mod merging;
 
+pub use concat::{ConcatIterator, OpenChild, OpenTable, TwoLevelIterator};
 pub use merging::MergingIterator;
 
 use crate::error::Result;
