@@ -1,6 +1,6 @@
 //! The records of the MANIFEST: version edits and the table metadata they carry.
 //!
-//! A MANIFEST is a framing log (the WAL's block format, see [`crate::wal`]) whose records are
+//! A MANIFEST is a framing log (the write-ahead log's block format) whose records are
 //! encoded [`VersionEdit`]s. Replaying every edit in order rebuilds the current set of tables per
 //! level, the FLSM guards, the file-number and sequence counters and persisted statistics.
 //!
