@@ -270,6 +270,29 @@ mod tests {
         expect_corruption(bytes, RecoveryMode::Strict, sizes[1], "zero-filled");
     }
 
+    #[test]
+    fn a_valid_fragment_anywhere_after_the_damage_is_found() {
+        // Damage in block 0; block 1 starts with zeros; a valid fragment sits mid-block 2.
+        let mut log = fragment(FragmentType::Full, b"a");
+        log.extend(fragment(FragmentType::Full, b"damaged"));
+        log[8 + HEADER_SIZE] ^= 1;
+        log.resize(2 * BLOCK_SIZE + 100, 0);
+        log.extend(fragment(FragmentType::Full, b"late"));
+        let at = 2 * BLOCK_SIZE as u64 + 100;
+        let needle = format!("valid fragment starts later, at offset {at}");
+        expect_corruption(log.clone(), RecoveryMode::TolerateTornTail, 8, &needle);
+        expect_corruption(log.clone(), RecoveryMode::Strict, 8, "checksum mismatch");
+        // Without the late fragment, the same damage is a torn tail.
+        log.truncate(at as usize);
+        let mut r = reader(log, RecoveryMode::TolerateTornTail);
+        assert_eq!(r.read_record().unwrap().unwrap(), b"a");
+        assert_eq!(r.read_record().unwrap(), None);
+        let tail = r.torn_tail().unwrap().clone();
+        assert_eq!((tail.offset, tail.dropped_bytes), (8, at - 8));
+        assert!(tail.reason.contains("offset 8"), "{}", tail.reason);
+        assert!(format!("{r:?}").contains("000007.log"));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 

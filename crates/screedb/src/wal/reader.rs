@@ -285,24 +285,38 @@ impl LogReader {
         }
     }
 
-    /// Offset of the first valid fragment (correct checksum, type 1 to 4, length inside its block
-    /// and the file) starting strictly after `after`, scanning every byte position one block at a
-    /// time.
+    /// Offset of a valid fragment (correct checksum, type 1 to 4, length inside its block and the
+    /// file) starting strictly after `after`, or `None` if there is none anywhere in the file.
+    ///
+    /// A log has a fragment at every block start, so the block starts are tried first: mid-log
+    /// damage is then found after one decode per block. Only if none is valid is every byte
+    /// position scanned, one block at a time; that costs at most a checksum per position, and a
+    /// real torn tail is short.
     fn find_valid_fragment_after(&self, after: u64) -> Result<Option<u64>> {
         let mut block = Vec::with_capacity(BLOCK_SIZE);
+        let bs = BLOCK_SIZE as u64;
+        let mut start = (after / bs + 1) * bs;
+        while start < self.file_size {
+            load_block(&*self.file, self.file_size, start, &mut block)?;
+            if decode_fragment(&block, 0).is_ok() {
+                return Ok(Some(start));
+            }
+            start += bs;
+        }
         let mut from = after.saturating_add(1);
         while from < self.file_size {
-            let block_start = from - from % BLOCK_SIZE as u64;
+            let block_start = from - from % bs;
             load_block(&*self.file, self.file_size, block_start, &mut block)?;
             // `from - block_start` is below BLOCK_SIZE.
             let first = (from - block_start) as usize;
+            // A fragment cannot start in the last HEADER_SIZE - 1 bytes of a block.
             let last = block.len().min(BLOCK_SIZE - HEADER_SIZE + 1);
             for pos in first..last {
                 if decode_fragment(&block, pos).is_ok() {
                     return Ok(Some(block_start + pos as u64));
                 }
             }
-            from = block_start + BLOCK_SIZE as u64;
+            from = block_start + bs;
         }
         Ok(None)
     }
