@@ -20,6 +20,7 @@ pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod manifest;
+pub mod wal;
 
 pub use comparator::{BytewiseComparator, Comparator};
 pub use error::{Error, Result};

@@ -1,0 +1,336 @@
+//! [`LogReader`]: reassembles records from the fragments of a log file, block by block.
+//!
+//! The byte layout is in [`super::format`]: 32 KiB blocks of fragments, each a 7-byte header
+//! (masked CRC32C u32 LE | length u16 LE | type u8) and its payload; 1 to 6 zero bytes end a block
+//! when no header fits.
+//!
+//! Damage — bytes at a fragment position that are not a valid fragment, non-zero trailer bytes,
+//! or a file that ends inside a trailer — stops the reader. In [`RecoveryMode::Strict`] it is an
+//! [`Error::Corruption`] naming the file and offset. In [`RecoveryMode::TolerateTornTail`] it is a
+//! torn tail iff no valid fragment starts anywhere after the damaged offset; the tail (and any
+//! record it cut) is dropped and reported through [`LogReader::torn_tail`]. A record whose LAST
+//! fragment is missing at the end of the file is a torn tail too. Valid fragments in an impossible
+//! order (MIDDLE or LAST without FIRST, FIRST or FULL inside a record) are corruption in both
+//! modes: they are data a writer could not have produced by being cut short.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::format::{BLOCK_SIZE, FragmentType, HEADER_SIZE, decode_fragment};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+
+/// How a [`LogReader`] treats damage at the end of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryMode {
+    /// Every problem is an [`Error::Corruption`] (use for logs that were closed cleanly).
+    Strict,
+    /// Damage after which no valid fragment exists is a torn tail left by a crash mid-write: it
+    /// is dropped and reported; any other damage is still an [`Error::Corruption`].
+    TolerateTornTail,
+}
+
+/// The tail a [`RecoveryMode::TolerateTornTail`] reader dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the dropped bytes start: the end of the last complete record (0 if there was none).
+    /// Truncating the file here leaves a log that reads cleanly in strict mode.
+    pub offset: u64,
+    /// Bytes from `offset` to the end of the file.
+    pub dropped_bytes: u64,
+    /// What was found, including the offset of the damage.
+    pub reason: String,
+}
+
+/// What the next position of the log holds.
+enum Step {
+    /// A valid fragment starting at `offset`; its payload is `block[range]`.
+    Fragment {
+        kind: FragmentType,
+        offset: u64,
+        range: std::ops::Range<usize>,
+    },
+    /// The file ends cleanly at a fragment boundary.
+    End,
+    /// The bytes at `offset` are damaged.
+    Damage { offset: u64, reason: String },
+}
+
+/// Reads the records of one log file.
+pub struct LogReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    mode: RecoveryMode,
+    file_size: u64,
+    /// The bytes of the current block present in the file (empty before the first read).
+    block: Vec<u8>,
+    /// File offset of `block[0]`; a multiple of `BLOCK_SIZE`.
+    block_start: u64,
+    /// Position in `block` of the next fragment.
+    pos: usize,
+    /// File offset just past the last record returned.
+    end_of_last_record: u64,
+    last_record_offset: u64,
+    torn_tail: Option<TornTail>,
+    /// True once the end of the log has been returned.
+    finished: bool,
+    /// A returned error, repeated by every later call.
+    failed: Option<Error>,
+}
+
+impl fmt::Debug for LogReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogReader")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .field("file_size", &self.file_size)
+            .field("position", &(self.block_start + self.pos as u64))
+            .field("torn_tail", &self.torn_tail)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LogReader {
+    /// A reader of `file`; `path` is only used to name the file in errors.
+    pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf, mode: RecoveryMode) -> Self {
+        let file_size = file.size();
+        LogReader {
+            file,
+            path,
+            mode,
+            file_size,
+            block: Vec::with_capacity(BLOCK_SIZE),
+            block_start: 0,
+            pos: 0,
+            end_of_last_record: 0,
+            last_record_offset: 0,
+            torn_tail: None,
+            finished: false,
+            failed: None,
+        }
+    }
+
+    /// Next whole record; `Ok(None)` at the end of the log (including after a dropped torn tail).
+    /// After an error, every later call returns the same error.
+    pub fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.finished {
+            return Ok(None);
+        }
+        let result = self.assemble();
+        match &result {
+            Err(e) => self.failed = Some(e.clone()),
+            Ok(None) => self.finished = true,
+            Ok(Some(_)) => {}
+        }
+        result
+    }
+
+    /// Offset in the file where the last returned record started (its first fragment's header).
+    pub fn last_record_offset(&self) -> u64 {
+        self.last_record_offset
+    }
+
+    /// Set when [`RecoveryMode::TolerateTornTail`] dropped a bad tail.
+    pub fn torn_tail(&self) -> Option<&TornTail> {
+        self.torn_tail.as_ref()
+    }
+
+    fn assemble(&mut self) -> Result<Option<Vec<u8>>> {
+        // The record being reassembled: offset of its FIRST fragment and the bytes so far.
+        let mut partial: Option<(u64, Vec<u8>)> = None;
+        loop {
+            let (kind, offset, range) = match self.step()? {
+                Step::Fragment {
+                    kind,
+                    offset,
+                    range,
+                } => (kind, offset, range),
+                Step::End => {
+                    return match partial {
+                        None => Ok(None),
+                        Some((start, _)) => {
+                            let reason = format!(
+                                "the file ends inside the record starting at offset {start} \
+                                 (its LAST fragment is missing)"
+                            );
+                            self.damaged(start, self.file_size, reason)
+                        }
+                    };
+                }
+                Step::Damage { offset, reason } => {
+                    let reason = match &partial {
+                        Some((start, _)) => {
+                            format!("{reason} (inside the record starting at offset {start})")
+                        }
+                        None => reason,
+                    };
+                    return self.damaged(offset, offset, reason);
+                }
+            };
+            let payload = self.block.get(range).unwrap_or_default();
+            match (kind, partial.as_mut()) {
+                (FragmentType::Full, None) => {
+                    return Ok(Some(self.complete(offset, payload.to_vec())));
+                }
+                (FragmentType::First, None) => partial = Some((offset, payload.to_vec())),
+                (FragmentType::Middle, Some((_, buf))) => buf.extend_from_slice(payload),
+                (FragmentType::Last, Some((start, buf))) => {
+                    buf.extend_from_slice(payload);
+                    let (start, record) = (*start, std::mem::take(buf));
+                    return Ok(Some(self.complete(start, record)));
+                }
+                (FragmentType::Middle | FragmentType::Last, None) => {
+                    let reason = format!("{} fragment without a FIRST fragment", kind.name());
+                    return Err(self.corruption(offset, reason));
+                }
+                (FragmentType::Full | FragmentType::First, Some((start, _))) => {
+                    let reason = format!(
+                        "{} fragment inside the record starting at offset {start}, \
+                         which has no LAST fragment",
+                        kind.name()
+                    );
+                    return Err(self.corruption(offset, reason));
+                }
+            }
+        }
+    }
+
+    /// Records that a record starting at `start` was returned and ends at the current position.
+    fn complete(&mut self, start: u64, record: Vec<u8>) -> Vec<u8> {
+        self.last_record_offset = start;
+        self.end_of_last_record = self.block_start + self.pos as u64;
+        record
+    }
+
+    fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
+        Error::corruption(self.path.clone(), offset, reason)
+    }
+
+    /// Handles damage reported at `offset`; valid fragments are searched for after `scan_from`.
+    fn damaged(&mut self, offset: u64, scan_from: u64, reason: String) -> Result<Option<Vec<u8>>> {
+        if self.mode == RecoveryMode::Strict {
+            return Err(self.corruption(offset, reason));
+        }
+        if let Some(valid) = self.find_valid_fragment_after(scan_from)? {
+            let reason = format!(
+                "{reason}; not a torn tail because a valid fragment starts later, at offset {valid}"
+            );
+            return Err(self.corruption(offset, reason));
+        }
+        self.torn_tail = Some(TornTail {
+            offset: self.end_of_last_record,
+            dropped_bytes: self.file_size - self.end_of_last_record,
+            reason: format!("torn tail at offset {offset}: {reason}"),
+        });
+        Ok(None)
+    }
+
+    /// The next fragment, the clean end of the file, or damage.
+    fn step(&mut self) -> Result<Step> {
+        loop {
+            if self.pos >= self.block.len() {
+                let next = if self.block.is_empty() {
+                    0
+                } else if self.block.len() < BLOCK_SIZE {
+                    return Ok(Step::End); // the last, partial block is used up
+                } else {
+                    self.block_start + BLOCK_SIZE as u64
+                };
+                if next >= self.file_size {
+                    return Ok(Step::End);
+                }
+                load_block(&*self.file, self.file_size, next, &mut self.block)?;
+                self.block_start = next;
+                self.pos = 0;
+            }
+            let offset = self.block_start + self.pos as u64;
+            if BLOCK_SIZE - self.pos < HEADER_SIZE {
+                // The trailer: zeros the writer put where no header fits.
+                let trailer = self.block.get(self.pos..).unwrap_or_default();
+                if let Some(i) = trailer.iter().position(|&b| b != 0) {
+                    let reason = format!(
+                        "non-zero byte at offset {} in a block trailer",
+                        offset + i as u64
+                    );
+                    return Ok(Step::Damage { offset, reason });
+                }
+                if self.block_start + BLOCK_SIZE as u64 >= self.file_size {
+                    // The writer only pads a block right before the next fragment.
+                    let reason = "the file ends in block trailer padding, before the fragment \
+                                  that follows it"
+                        .to_owned();
+                    return Ok(Step::Damage { offset, reason });
+                }
+                self.pos = self.block.len();
+                continue;
+            }
+            return Ok(match decode_fragment(&self.block, self.pos) {
+                Ok((kind, range)) => {
+                    self.pos = range.end;
+                    Step::Fragment {
+                        kind,
+                        offset,
+                        range,
+                    }
+                }
+                Err(e) => Step::Damage {
+                    offset,
+                    reason: e.to_string(),
+                },
+            });
+        }
+    }
+
+    /// Offset of a valid fragment (correct checksum, type 1 to 4, length inside its block and the
+    /// file) starting strictly after `after`, or `None` if there is none anywhere in the file.
+    ///
+    /// A log has a fragment at every block start, so the block starts are tried first: mid-log
+    /// damage is then found after one decode per block. Only if none is valid is every byte
+    /// position scanned, one block at a time; that costs at most a checksum per position, and a
+    /// real torn tail is short.
+    fn find_valid_fragment_after(&self, after: u64) -> Result<Option<u64>> {
+        let mut block = Vec::with_capacity(BLOCK_SIZE);
+        let bs = BLOCK_SIZE as u64;
+        let mut start = (after / bs + 1) * bs;
+        while start < self.file_size {
+            load_block(&*self.file, self.file_size, start, &mut block)?;
+            if decode_fragment(&block, 0).is_ok() {
+                return Ok(Some(start));
+            }
+            start += bs;
+        }
+        let mut from = after.saturating_add(1);
+        while from < self.file_size {
+            let block_start = from - from % bs;
+            load_block(&*self.file, self.file_size, block_start, &mut block)?;
+            // `from - block_start` is below BLOCK_SIZE.
+            let first = (from - block_start) as usize;
+            // A fragment cannot start in the last HEADER_SIZE - 1 bytes of a block.
+            let last = block.len().min(BLOCK_SIZE - HEADER_SIZE + 1);
+            for pos in first..last {
+                if decode_fragment(&block, pos).is_ok() {
+                    return Ok(Some(block_start + pos as u64));
+                }
+            }
+            from = block_start + bs;
+        }
+        Ok(None)
+    }
+}
+
+/// Reads the block at `start` (a multiple of `BLOCK_SIZE` below `file_size`) into `buf`.
+fn load_block(
+    file: &dyn RandomAccessFile,
+    file_size: u64,
+    start: u64,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    // At most BLOCK_SIZE, so the conversion cannot fail.
+    let len = usize::try_from((file_size - start).min(BLOCK_SIZE as u64)).unwrap_or(BLOCK_SIZE);
+    buf.resize(len, 0);
+    file.read_exact_at(buf, start)
+}
