@@ -11,8 +11,8 @@
 //!   parent directory returns `Ok`;
 //! - [`Fs::rename`] atomically replaces the target.
 
-// mod fault; (helper: fs)
-// mod mem; (helper: fs)
+mod fault;
+mod mem;
 mod os;
 
 use std::fmt;
@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-// pub use fault::{FaultFs, FaultKind};
-// pub use mem::MemFs;
+pub use fault::{FaultFs, FaultKind, FaultStats};
+pub use mem::MemFs;
 pub use os::OsFs;
 
 /// A file opened for appending. Dropping it closes it without syncing.
