@@ -9,8 +9,8 @@
 //!          footer               48 bytes: metaindex handle | index handle | version | pad | magic
 //! ```
 //!
-//! Every block is written in the entry format of [`block_builder`] and followed by the trailer of
-//! [`format`] (compression type + masked CRC32C). The full byte tables are in
+//! Every block is written in the entry format of [`BlockBuilder`] and followed by the trailer of
+//! `format.rs` (compression type + masked CRC32C). The full byte tables are in
 //! `docs/format-table.md`.
 
 mod block;

@@ -36,6 +36,9 @@ pub struct Table {
     filter: Option<BloomFilter>,
     props: TableProperties,
     metaindex: BlockHandle,
+    /// Every non-data block (meta-index, properties, filter, index), re-checked by
+    /// [`Table::verify_all_blocks`].
+    meta_blocks: Vec<BlockHandle>,
 }
 
 impl fmt::Debug for Table {
@@ -116,6 +119,15 @@ impl Table {
             filter,
             props,
             metaindex: footer.metaindex,
+            meta_blocks: [
+                Some(footer.metaindex),
+                Some(props_handle),
+                filter_handle,
+                Some(footer.index),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         };
         table.check_layout(&footer, filter_handle)?;
         Ok(table)
@@ -260,10 +272,13 @@ impl Table {
         }
     }
 
-    /// Reads and checksums every data block (whatever `verify_checksums` says), decodes every
-    /// entry and checks the keys increase, stay within their index separators, and add up to
-    /// `num_entries`. For `screedb check`.
+    /// Reads and checksums every block again (whatever `verify_checksums` says), decodes every
+    /// data entry and checks the keys increase, stay within their index separators, add up to
+    /// `num_entries` and match the smallest/largest key properties. For `screedb check`.
     pub fn verify_all_blocks(&self) -> Result<()> {
+        for &h in &self.meta_blocks {
+            read_block(&*self.file, &self.path, h, true)?;
+        }
         let mut it = self.index_iter();
         it.seek_to_first();
         let mut prev: Option<Vec<u8>> = None;

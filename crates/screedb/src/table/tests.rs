@@ -515,3 +515,70 @@ fn tables_and_iterators_are_send_and_sync() {
     assert_send_sync::<TableCache>();
     assert_send_static::<TableIterator>();
 }
+
+#[test]
+fn zero_capacity_block_cache_keeps_nothing() {
+    let es = sample(50);
+    let o = opts(CompressionType::None);
+    let (bytes, _) = build(&o, &es);
+    let cache = Arc::new(BlockCache::new(0));
+    let t = open(bytes, &o, Some(cache.clone())).unwrap();
+    assert_eq!(scan(&t), es);
+    assert_eq!(scan(&t), es);
+    assert_eq!(cache.usage_bytes(), 0);
+    assert_eq!(cache.hits(), 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Damaged tables, read without checksums so garbage reaches the decoders, never panic.
+    #[test]
+    fn damaged_tables_never_panic(
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+        cut in any::<prop::sample::Index>(),
+        truncate in any::<bool>(),
+    ) {
+        let lax = TableOptions { verify_checksums: false, ..opts(CompressionType::Lz4) };
+        let (mut bytes, _) = build(&lax, &sample(60));
+        let data_end = bytes.len() - 200; // damage data blocks, which are not verified
+        for (at, b) in &edits {
+            bytes[at.index(data_end)] = *b;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        if let Ok(t) = open(bytes, &lax, None) {
+            let mut it = t.iter();
+            it.seek_to_first();
+            for _ in 0..200 {
+                if !it.valid() { break; }
+                it.next();
+            }
+            it.seek_to_last();
+            for _ in 0..200 {
+                if !it.valid() { break; }
+                it.prev();
+            }
+            it.seek(&make_internal_key(b"user-key-000030", 5, ValueKind::Value));
+            let _ = (it.status(), t.get(&sample(60)[30].0), t.verify_all_blocks());
+        }
+    }
+
+    /// Random bytes behind a well-formed footer never panic `Table::open`.
+    #[test]
+    fn random_files_with_a_footer_never_panic(
+        body in proptest::collection::vec(any::<u8>(), 0..400),
+        handles in proptest::array::uniform4(0u64..450),
+    ) {
+        let mut bytes = body;
+        let footer = Footer {
+            metaindex: BlockHandle { offset: handles[0], size: handles[1] },
+            index: BlockHandle { offset: handles[2], size: handles[3] },
+        };
+        bytes.extend_from_slice(&footer.encode());
+        if let Ok(t) = open(bytes, &TableOptions::default(), None) {
+            let _ = t.verify_all_blocks();
+        }
+    }
+}
