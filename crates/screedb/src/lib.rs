@@ -21,6 +21,7 @@ pub mod iter;
 pub mod key;
 pub mod manifest;
 pub mod wal;
+pub mod table;
 
 pub use comparator::{BytewiseComparator, Comparator};
 pub use error::{Error, Result};

@@ -1,0 +1,501 @@
+//! A decoded block (contents + parsed restart array) and its iterator.
+//!
+//! The byte layout is documented in [`super::block_builder`]:
+//!
+//! ```text
+//! block := entry* | restarts: u32 LE * num_restarts | num_restarts: u32 LE
+//! entry := shared: varint32 | non_shared: varint32 | value_len: varint32 | key_delta | value
+//! ```
+//!
+//! [`Block::new`] checks the restart array (first restart 0, strictly increasing, inside the
+//! entry area); entries are bounds-checked as they are decoded. Bad bytes never panic: they make
+//! the iterator invalid with a Corruption in [`InternalIterator::status`].
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::coding::{get_u32, get_varint32};
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+
+/// An immutable, uncompressed block, shared through `Arc` by iterators and the block cache.
+pub struct Block {
+    data: Vec<u8>,
+    restarts: Vec<u32>,
+    /// Where the entries end and the restart array begins.
+    restarts_offset: usize,
+    file: Arc<Path>,
+    offset: u64,
+}
+
+impl fmt::Debug for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Block")
+            .field("file", &self.file)
+            .field("offset", &self.offset)
+            .field("len", &self.data.len())
+            .field("num_restarts", &self.restarts.len())
+            .finish()
+    }
+}
+
+/// One decoded entry header: how much of the previous key to keep, and where the rest is.
+struct Entry {
+    shared: usize,
+    key_delta: Range<usize>,
+    value: Range<usize>,
+}
+
+impl Block {
+    /// Parses uncompressed block `data` read from `file` at `offset` (both only name the block
+    /// in errors).
+    pub fn new(data: Vec<u8>, file: Arc<Path>, offset: u64) -> Result<Block> {
+        let bad = |reason: String| Error::corruption(&*file, offset, reason);
+        let len = data.len();
+        let n = len
+            .checked_sub(4)
+            .and_then(|at| data.get(at..))
+            .and_then(get_u32)
+            .ok_or_else(|| bad(format!("block of {len} bytes is too short")))?
+            as usize;
+        let restarts_offset = n
+            .checked_mul(4)
+            .and_then(|r| len.checked_sub(4)?.checked_sub(r))
+            .filter(|_| n >= 1)
+            .ok_or_else(|| {
+                bad(format!(
+                    "block of {len} bytes cannot hold {n} restart points"
+                ))
+            })?;
+        let mut restarts = Vec::with_capacity(n);
+        for i in 0..n {
+            let at = restarts_offset + 4 * i;
+            let r = data.get(at..).and_then(get_u32).unwrap_or(u32::MAX);
+            let ok = match restarts.last() {
+                None => r == 0,
+                Some(&prev) => r > prev && (r as usize) < restarts_offset,
+            };
+            if !ok {
+                return Err(bad(format!(
+                    "restart point {i} ({r}) is out of order or range"
+                )));
+            }
+            restarts.push(r);
+        }
+        Ok(Block {
+            data,
+            restarts,
+            restarts_offset,
+            file,
+            offset,
+        })
+    }
+
+    /// Bytes this block holds in memory (its charge in the block cache).
+    pub fn charge(&self) -> usize {
+        self.data.len() + 4 * self.restarts.len() + size_of::<Block>()
+    }
+
+    /// Number of restart points.
+    pub fn num_restarts(&self) -> usize {
+        self.restarts.len()
+    }
+
+    /// The file offset of this block (as given to [`Block::new`]).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// An iterator over this block ordered by `cmp`.
+    pub fn iter(self: &Arc<Self>, cmp: InternalKeyComparator) -> BlockIter {
+        BlockIter {
+            block: Arc::clone(self),
+            cmp,
+            current: self.restarts_offset,
+            restart_index: self.restarts.len(),
+            key: Vec::new(),
+            value: self.restarts_offset..self.restarts_offset,
+            err: None,
+        }
+    }
+
+    /// Every entry in order, decoded whole; for small meta blocks and verification.
+    pub fn entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut key = Vec::new();
+        let mut at = 0;
+        while at < self.restarts_offset {
+            let e = self
+                .decode_entry(at, key.len())
+                .ok_or_else(|| self.corruption_at(at))?;
+            key.truncate(e.shared);
+            key.extend_from_slice(&self.data[e.key_delta]);
+            out.push((key.clone(), self.data[e.value.clone()].to_vec()));
+            at = e.value.end;
+        }
+        Ok(out)
+    }
+
+    fn corruption_at(&self, at: usize) -> Error {
+        Error::corruption(
+            &*self.file,
+            self.offset,
+            format!("bad entry at byte {at} of the block"),
+        )
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        self.restarts
+            .get(i)
+            .map_or(self.restarts_offset, |&r| r as usize)
+    }
+
+    /// Decodes the entry header at `at`; `None` if it is malformed, runs past the entry area, or
+    /// shares more than `prev_key_len` bytes.
+    fn decode_entry(&self, at: usize, prev_key_len: usize) -> Option<Entry> {
+        let area = self.data.get(..self.restarts_offset)?;
+        let mut p = at;
+        let mut next = || -> Option<usize> {
+            let (v, n) = get_varint32(area.get(p..)?)?;
+            p += n;
+            Some(v as usize)
+        };
+        let (shared, non_shared, value_len) = (next()?, next()?, next()?);
+        if shared > prev_key_len {
+            return None;
+        }
+        let key_end = p.checked_add(non_shared)?;
+        let value_end = key_end.checked_add(value_len)?;
+        if value_end > area.len() {
+            return None;
+        }
+        Some(Entry {
+            shared,
+            key_delta: p..key_end,
+            value: key_end..value_end,
+        })
+    }
+}
+
+/// A cursor over one block's entries. Holds its block alive through an `Arc`.
+pub struct BlockIter {
+    block: Arc<Block>,
+    cmp: InternalKeyComparator,
+    /// Offset of the current entry; `restarts_offset` when not positioned.
+    current: usize,
+    /// Restart point at or before `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    /// The current value; its end is where the next entry starts.
+    value: Range<usize>,
+    err: Option<Error>,
+}
+
+impl fmt::Debug for BlockIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockIter")
+            .field("block", &self.block)
+            .field("current", &self.current)
+            .field("err", &self.err)
+            .finish()
+    }
+}
+
+impl BlockIter {
+    fn invalidate(&mut self) {
+        self.current = self.block.restarts_offset;
+        self.restart_index = self.block.restarts.len();
+        self.key.clear();
+        self.value = self.current..self.current;
+    }
+
+    fn corrupt(&mut self, at: usize) {
+        self.err = Some(self.block.corruption_at(at));
+        self.invalidate();
+    }
+
+    fn seek_to_restart_point(&mut self, i: usize) {
+        self.key.clear();
+        self.restart_index = i;
+        let p = self.block.restart_point(i);
+        self.value = p..p;
+    }
+
+    /// Decodes the entry after the current one; false at the end or on corruption.
+    fn parse_next_key(&mut self) -> bool {
+        self.current = self.value.end;
+        if self.current >= self.block.restarts_offset {
+            self.invalidate();
+            return false;
+        }
+        let Some(e) = self.block.decode_entry(self.current, self.key.len()) else {
+            self.corrupt(self.current);
+            return false;
+        };
+        self.key.truncate(e.shared);
+        self.key.extend_from_slice(&self.block.data[e.key_delta]);
+        self.value = e.value;
+        while self.restart_index + 1 < self.block.restarts.len()
+            && self.block.restart_point(self.restart_index + 1) < self.current
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    /// The whole key stored at restart point `i` (its `shared` must be 0).
+    fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let e = self.block.decode_entry(self.block.restart_point(i), 0)?;
+        self.block.data.get(e.key_delta)
+    }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.current < self.block.restarts_offset
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.err.is_none() {
+            self.seek_to_restart_point(0);
+            self.parse_next_key();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.err.is_some() {
+            return;
+        }
+        self.seek_to_restart_point(self.block.restarts.len() - 1);
+        while self.parse_next_key() && self.value.end < self.block.restarts_offset {}
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() {
+            return;
+        }
+        // Last restart point whose key is < target (or the first one).
+        let (mut left, mut right) = (0, self.block.restarts.len() - 1);
+        while left < right {
+            let mid = (left + right).div_ceil(2);
+            let Some(k) = self.restart_key(mid) else {
+                self.corrupt(self.block.restart_point(mid));
+                return;
+            };
+            if self.cmp.compare(k, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.seek_to_restart_point(left);
+        while self.parse_next_key() {
+            if self.cmp.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        if self.valid() {
+            self.parse_next_key();
+        }
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let original = self.current;
+        while self.block.restart_point(self.restart_index) >= original {
+            if self.restart_index == 0 {
+                self.invalidate();
+                return;
+            }
+            self.restart_index -= 1;
+        }
+        self.seek_to_restart_point(self.restart_index);
+        while self.parse_next_key() && self.value.end < original {}
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        self.block.data.get(self.value.clone()).unwrap_or_default()
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::default_comparator;
+    use crate::key::{ValueKind, make_internal_key};
+    use crate::table::BlockBuilder;
+    use proptest::prelude::*;
+
+    fn icmp() -> InternalKeyComparator {
+        InternalKeyComparator::new(default_comparator())
+    }
+
+    fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                let k =
+                    make_internal_key(format!("key{:05}", i * 2).as_bytes(), 7, ValueKind::Value);
+                (k, format!("value-{i}").into_bytes())
+            })
+            .collect()
+    }
+
+    fn build(es: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in es {
+            b.add(k, v);
+        }
+        let data = b.finish().to_vec();
+        Arc::new(Block::new(data, Arc::from(Path::new("t.sst")), 0).unwrap())
+    }
+
+    fn collect_forward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn iterate_seek_and_prev_with_various_restart_intervals() {
+        for interval in [1, 2, 3, 16, 1000] {
+            for n in [0, 1, 2, 15, 16, 17, 100] {
+                let es = entries(n);
+                let block = build(&es, interval);
+                assert_eq!(block.entries().unwrap(), es);
+                let mut it = block.iter(icmp());
+                assert_eq!(collect_forward(&mut it), es, "interval {interval} n {n}");
+                // Backwards.
+                let mut back = Vec::new();
+                it.seek_to_last();
+                while it.valid() {
+                    back.push((it.key().to_vec(), it.value().to_vec()));
+                    it.prev();
+                }
+                back.reverse();
+                assert_eq!(back, es);
+                // Seeks to present keys, to gaps, and past the end.
+                for i in 0..n {
+                    it.seek(&es[i].0);
+                    assert!(it.valid());
+                    assert_eq!(it.key(), &es[i].0[..]);
+                    let gap = make_internal_key(
+                        format!("key{:05}", i * 2 + 1).as_bytes(),
+                        7,
+                        ValueKind::Value,
+                    );
+                    it.seek(&gap);
+                    assert_eq!(it.valid(), i + 1 < n);
+                    if i + 1 < n {
+                        assert_eq!(it.key(), &es[i + 1].0[..]);
+                        it.prev();
+                        assert_eq!(it.key(), &es[i].0[..]);
+                    }
+                }
+                it.seek(b"");
+                assert_eq!(it.valid(), n > 0);
+                assert!(it.status().is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn bad_restart_arrays_are_rejected() {
+        let origin: Arc<Path> = Arc::from(Path::new("t.sst"));
+        for data in [
+            vec![],
+            vec![1, 0, 0],
+            vec![0, 0, 0, 0],                                     // zero restarts
+            vec![0, 0, 0, 0, 2, 0, 0, 0],                         // two restarts, room for one
+            vec![9, 9, 9, 9, 1, 0, 0, 0],                         // first restart not 0
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f], // n * 4 overflows
+        ] {
+            let err = Block::new(data.clone(), origin.clone(), 77).unwrap_err();
+            assert!(err.is_corruption(), "{data:?}: {err}");
+            assert!(err.to_string().contains("offset 77"), "{err}");
+        }
+    }
+
+    #[test]
+    fn corrupt_entries_surface_in_status() {
+        let es = entries(40);
+        let mut b = BlockBuilder::new(4);
+        for (k, v) in &es {
+            b.add(k, v);
+        }
+        let mut data = b.finish().to_vec();
+        data[1] = 0xff; // non_shared of the first entry: now runs past the entries
+        let block = Arc::new(Block::new(data, Arc::from(Path::new("t.sst")), 5).unwrap());
+        let mut it = block.iter(icmp());
+        it.seek_to_first();
+        assert!(!it.valid());
+        let err = it.status().unwrap_err();
+        assert!(
+            err.is_corruption() && err.to_string().contains("t.sst"),
+            "{err}"
+        );
+        assert!(block.entries().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn block_decoder_never_panics(
+            data in proptest::collection::vec(any::<u8>(), 0..120),
+            target in proptest::collection::vec(any::<u8>(), 0..12),
+        ) {
+            if let Ok(block) = Block::new(data, Arc::from(Path::new("f")), 0) {
+                let block = Arc::new(block);
+                let _ = block.entries();
+                let mut it = block.iter(icmp());
+                it.seek_to_first();
+                for _ in 0..50 { if !it.valid() { break; } it.next(); }
+                it.seek_to_last();
+                for _ in 0..50 { if !it.valid() { break; } it.prev(); }
+                it.seek(&target);
+                let _ = (it.key(), it.value(), it.status());
+            }
+        }
+
+        #[test]
+        fn block_round_trips(
+            keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..20), 0..60),
+            interval in 1usize..20,
+        ) {
+            let es: Vec<_> = keys
+                .iter()
+                .map(|k| (make_internal_key(k, 1, ValueKind::Value), k.repeat(2)))
+                .collect();
+            let block = build(&es, interval);
+            let mut it = block.iter(icmp());
+            prop_assert_eq!(collect_forward(&mut it), es.clone());
+            for (k, v) in &es {
+                it.seek(k);
+                prop_assert!(it.valid());
+                prop_assert_eq!(it.value(), &v[..]);
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Writes a table file from sorted internal keys.
+//!
+//! Order of the file (see `super` for the layout): data blocks, filter block (if
+//! `bloom_bits_per_key > 0`), index block, properties block, meta-index block, footer. The
+//! index precedes the properties so the properties can record its size. Every block is
+//! followed by its 5-byte trailer.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{self, ValueKind};
+
+use super::block_builder::BlockBuilder;
+use super::compression::{self, CompressionType};
+use super::filter::BloomFilterBuilder;
+use super::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer, block_trailer};
+use super::properties::TableProperties;
+use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
+
+/// Builds one table file. Keys must be added in increasing internal-key order.
+pub struct TableBuilder {
+    opts: TableOptions,
+    icmp: InternalKeyComparator,
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    /// Bytes written to `file`.
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    filter: Option<BloomFilterBuilder>,
+    /// Last key added (for ordering checks and index separators).
+    last_key: Vec<u8>,
+    /// Handle of a flushed data block whose index entry waits for the next key.
+    pending_index: Option<BlockHandle>,
+    props: TableProperties,
+    /// First write error; every later call returns it (sticky).
+    err: Option<Error>,
+}
+
+impl fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("path", &self.path)
+            .field("offset", &self.offset)
+            .field("num_entries", &self.props.num_entries)
+            .field("err", &self.err)
+            .finish()
+    }
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file` (named `path` in errors).
+    pub fn new(
+        opts: TableOptions,
+        icmp: InternalKeyComparator,
+        file: Box<dyn WritableFile>,
+        path: PathBuf,
+    ) -> Self {
+        let filter =
+            (opts.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
+        let props = TableProperties {
+            compression: opts.compression,
+            ..TableProperties::default()
+        };
+        TableBuilder {
+            data_block: BlockBuilder::new(opts.block_restart_interval),
+            index_block: BlockBuilder::new(1),
+            opts,
+            icmp,
+            file,
+            path,
+            offset: 0,
+            filter,
+            last_key: Vec::new(),
+            pending_index: None,
+            props,
+            err: None,
+        }
+    }
+
+    /// Adds an entry.
+    ///
+    /// REQUIRES: `ikey` is a valid internal key greater than every key added before (checked by
+    /// `debug_assert`; release builds return [`Error::InvalidArgument`]).
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(e) = &self.err {
+            return Err(e.clone());
+        }
+        let ordered = self.props.num_entries == 0
+            || self.icmp.compare(&self.last_key, ikey) == Ordering::Less;
+        debug_assert!(ordered, "TableBuilder::add: keys out of order");
+        if !ordered {
+            return Err(Error::invalid(format!(
+                "table {}: key added out of order",
+                self.path.display()
+            )));
+        }
+        let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
+            Error::invalid(format!(
+                "table {}: {} bytes are not an internal key",
+                self.path.display(),
+                ikey.len()
+            ))
+        })?;
+        key::check_key_value(parsed.user_key, value)?;
+
+        if let Some(handle) = self.pending_index.take() {
+            let sep = self.icmp.find_shortest_separator(&self.last_key, ikey);
+            self.index_block.add(&sep, &handle.encode());
+        }
+        if let Some(f) = &mut self.filter {
+            f.add_key(parsed.user_key);
+        }
+        let p = &mut self.props;
+        if p.num_entries == 0 {
+            p.smallest_key = ikey.to_vec();
+            p.smallest_seq = parsed.seq;
+        }
+        p.num_entries += 1;
+        p.num_deletions += u64::from(parsed.kind == ValueKind::Deletion);
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.smallest_seq = p.smallest_seq.min(parsed.seq);
+        p.largest_seq = p.largest_seq.max(parsed.seq);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+
+        self.data_block.add(ikey, value);
+        if self.data_block.current_size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the size of the block being built.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data_block.current_size_estimate() as u64
+    }
+
+    /// Writes the last data block, the filter, index, properties and meta-index blocks and the
+    /// footer, then syncs the file. Returns the file size and the table's properties.
+    pub fn finish(mut self) -> Result<(u64, TableProperties)> {
+        if let Some(e) = self.err.take() {
+            return Err(e);
+        }
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending_index.take() {
+            let succ = self.icmp.find_short_successor(&self.last_key);
+            self.index_block.add(&succ, &handle.encode());
+        }
+        self.props.data_bytes = self.offset;
+        self.props.largest_key = self.last_key.clone();
+
+        let mut meta: Vec<(&[u8], BlockHandle)> = Vec::new();
+        if let Some(filter) = self.filter.take() {
+            let h = self.write_block(&filter.finish(), CompressionType::None)?;
+            self.props.filter_bytes = h.size + BLOCK_TRAILER_LEN as u64;
+            meta.push((FILTER_BLOCK_NAME, h));
+        }
+        let index = self.index_block.finish().to_vec();
+        let index_handle = self.write_block(&index, self.opts.compression)?;
+        self.props.index_bytes = index_handle.size + BLOCK_TRAILER_LEN as u64;
+
+        let props_handle = self.write_block(&self.props.encode(), self.opts.compression)?;
+        meta.push((PROPERTIES_BLOCK_NAME, props_handle));
+        meta.sort_by(|a, b| a.0.cmp(b.0));
+        let mut metaindex = BlockBuilder::new(1);
+        for (name, h) in &meta {
+            metaindex.add(name, &h.encode());
+        }
+        let metaindex_handle = self.write_block(metaindex.finish(), CompressionType::None)?;
+
+        let footer = Footer {
+            metaindex: metaindex_handle,
+            index: index_handle,
+        };
+        self.append(&footer.encode())?;
+        self.file.sync()?;
+        Ok((self.offset, self.props))
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        debug_assert!(self.pending_index.is_none());
+        let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
+        let result = self.write_block(block.finish(), self.opts.compression);
+        block.reset();
+        self.data_block = block;
+        self.pending_index = Some(result?);
+        self.props.num_data_blocks += 1;
+        Ok(())
+    }
+
+    /// Writes `raw` (compressed as `wanted` allows) and its trailer; returns its handle.
+    fn write_block(&mut self, raw: &[u8], wanted: CompressionType) -> Result<BlockHandle> {
+        let (kind, compressed) = compression::compress(wanted, raw);
+        let stored = compressed.as_deref().unwrap_or(raw);
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: stored.len() as u64,
+        };
+        let trailer = block_trailer(stored, kind);
+        self.append(stored)?;
+        self.append(&trailer)?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if let Err(e) = self.file.append(data) {
+            self.err = Some(e.clone());
+            return Err(e);
+        }
+        self.offset += data.len() as u64;
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! Sorted tables (sstables): immutable files of internal keys and values, their reader and caches.
+//!
+//! ```text
+//! table := data block*          each followed by its 5-byte trailer
+//!          filter block?        whole-table Bloom filter over user keys ("screedb.filter.bloom")
+//!          index block          one entry per data block: separator key -> BlockHandle
+//!          properties block     sorted names -> values ("screedb.properties")
+//!          meta-index block     block name -> BlockHandle
+//!          footer               48 bytes: metaindex handle | index handle | version | pad | magic
+//! ```
+//!
+//! Every block is written in the entry format of [`BlockBuilder`] and followed by the trailer of
+//! `format.rs` (compression type + masked CRC32C). The full byte tables are in
+//! `docs/format-table.md`.
+
+mod block;
+mod block_builder;
+mod builder;
+mod cache;
+mod compression;
+mod filter;
+mod format;
+mod properties;
+mod reader;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use block::{Block, BlockIter};
+pub use block_builder::BlockBuilder;
+pub use builder::TableBuilder;
+pub use cache::{BlockCache, TableCache};
+pub use compression::CompressionType;
+pub use filter::{BloomFilter, BloomFilterBuilder};
+pub use format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
+pub use properties::TableProperties;
+pub use reader::{Table, TableIterator};
+
+/// Name of the Bloom filter block in the meta-index. Written to disk: never change it.
+pub const FILTER_BLOCK_NAME: &[u8] = b"screedb.filter.bloom";
+/// Name of the properties block in the meta-index. Written to disk: never change it.
+pub const PROPERTIES_BLOCK_NAME: &[u8] = b"screedb.properties";
+
+/// How tables are built and read.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// Uncompressed size at which a data block is closed. Default: 4096.
+    pub block_size: usize,
+    /// Entries between restart points inside a data block (0 is treated as 1). Default: 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per distinct user key; 0 writes no filter. Default: 10 (about 1% false
+    /// positives).
+    pub bloom_bits_per_key: u32,
+    /// Compression tried on every block; a block that does not shrink by at least 1/8 is stored
+    /// uncompressed. Default: [`CompressionType::Lz4`].
+    pub compression: CompressionType,
+    /// Verify the CRC32C of every data block read. Blocks read by [`Table::open`] (index,
+    /// filter, properties, meta-index) are always verified. Default: true.
+    pub verify_checksums: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::Lz4,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// The path of table number `number` in `dir`: `dir/{number:06}.sst`.
+pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
