@@ -19,6 +19,7 @@ pub mod error;
 pub mod fs;
 pub mod iter;
 pub mod key;
+pub mod memtable;
 
 pub use comparator::{BytewiseComparator, Comparator};
 pub use error::{Error, Result};
