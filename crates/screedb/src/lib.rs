@@ -22,6 +22,7 @@ pub mod key;
 pub mod manifest;
 pub mod wal;
 pub mod table;
+pub mod memtable;
 
 pub use comparator::{BytewiseComparator, Comparator};
 pub use error::{Error, Result};

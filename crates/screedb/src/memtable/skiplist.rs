@@ -1,0 +1,585 @@
+//! A skiplist of memtable entries whose nodes live in an [`Arena`], with lock-free readers.
+//!
+//! Node layout in the arena (8-byte aligned):
+//!
+//! ```text
+//! node  := height: usize | entry_len: usize | next: AtomicPtr<Node>[height] | entry bytes
+//! entry := internal key len varint | internal key | value len varint | value
+//! ```
+//!
+//! Entries are ordered by [`InternalKeyComparator`] on the internal key and are never removed or
+//! changed once linked. Inserts are serialized by a mutex (which also guards the height RNG);
+//! readers take no lock. A new node is fully written (header, entry and its own next pointers)
+//! before it is linked, level 0 first, by Release stores into its predecessors' next pointers;
+//! readers load next pointers with Acquire, so any node a reader reaches is fully initialised.
+//! Readers therefore see, at each level, either the list before or after an insert. The list's
+//! current height is only a hint (Relaxed): a reader that sees a new height before the head's
+//! new pointers finds null there and simply moves down a level.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::arena::Arena;
+use crate::coding::get_varint64;
+use crate::comparator::InternalKeyComparator;
+use crate::key::{SequenceNumber, TRAILER_LEN, ValueKind, pack_trailer};
+
+/// Tallest tower a node can have; with branching 4 this suits lists of up to ~16M entries.
+pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// Each level holds about 1 in `BRANCHING` of the nodes of the level below.
+const BRANCHING: u64 = 4;
+
+/// The fixed part of a node; its tower of `height` next pointers and its entry follow it.
+#[repr(C)]
+struct Node {
+    height: usize,
+    entry_len: usize,
+}
+
+/// A node reachable in a live list, valid for `'a`.
+///
+/// Invariant: `ptr` is the head or a node linked into (or being linked by the writer into) a
+/// list whose arena outlives `'a`; its header, tower and entry are initialised.
+#[derive(Clone, Copy)]
+struct NodeRef<'a> {
+    ptr: NonNull<Node>,
+    _list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> NodeRef<'a> {
+    /// # Safety
+    /// `ptr` must satisfy the [`NodeRef`] invariant for `'a`.
+    unsafe fn new(ptr: NonNull<Node>) -> Self {
+        NodeRef {
+            ptr,
+            _list: PhantomData,
+        }
+    }
+
+    fn header(self) -> &'a Node {
+        // SAFETY: the invariant says the header is initialised and lives for 'a; it is never
+        // written after initialisation.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The next-pointer slot of `level`. REQUIRES: `level < height`.
+    fn slot(self, level: usize) -> &'a AtomicPtr<Node> {
+        assert!(level < self.header().height, "skiplist level out of range");
+        // SAFETY: the tower of `height` initialised AtomicPtrs directly follows the header (the
+        // header size is a multiple of the pointer alignment), inside the same allocation; the
+        // pointer is derived from `ptr`, whose provenance covers the whole node.
+        unsafe {
+            &*self
+                .ptr
+                .cast::<u8>()
+                .add(size_of::<Node>())
+                .cast::<AtomicPtr<Node>>()
+                .add(level)
+                .as_ptr()
+        }
+    }
+
+    /// The successor at `level`, as published (Acquire).
+    fn next(self, level: usize) -> Option<NodeRef<'a>> {
+        let next = NonNull::new(self.slot(level).load(Ordering::Acquire))?;
+        // SAFETY: a non-null next pointer was published with Release after its node was fully
+        // initialised (Acquire pairs with it), and the node lives in the same arena.
+        Some(unsafe { NodeRef::new(next) })
+    }
+
+    /// The encoded entry (empty for the head).
+    fn entry(self) -> &'a [u8] {
+        let h = self.header();
+        // SAFETY: `entry_len` initialised bytes follow the tower, inside the node's allocation,
+        // and are never written after the node is published.
+        unsafe {
+            let start = self
+                .ptr
+                .cast::<u8>()
+                .add(size_of::<Node>() + h.height * size_of::<AtomicPtr<Node>>());
+            std::slice::from_raw_parts(start.as_ptr(), h.entry_len)
+        }
+    }
+
+    fn key(self) -> &'a [u8] {
+        decode_entry(self.entry()).map_or(&[], |(k, _)| k)
+    }
+
+    fn value(self) -> &'a [u8] {
+        decode_entry(self.entry()).map_or(&[], |(_, v)| v)
+    }
+}
+
+/// Encodes `v` as a varint on the stack; returns the buffer and the bytes used.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let mut buf = [0u8; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    (buf, n + 1)
+}
+
+/// Splits an entry into (internal key, value); `None` only if the bytes are not an entry.
+fn decode_entry(entry: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (klen, n) = get_varint64(entry)?;
+    let (key, rest) = entry
+        .get(n..)?
+        .split_at_checked(usize::try_from(klen).ok()?)?;
+    let (vlen, n) = get_varint64(rest)?;
+    let value = rest.get(n..)?.get(..usize::try_from(vlen).ok()?)?;
+    Some((key, value))
+}
+
+/// A cheap xorshift64* generator for tower heights (guarded by the writer mutex).
+#[derive(Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// 1 with probability 3/4, 2 with 3/16, ... capped at [`MAX_HEIGHT`].
+    fn height(&mut self) -> usize {
+        let mut h = 1;
+        while h < MAX_HEIGHT && self.next().is_multiple_of(BRANCHING) {
+            h += 1;
+        }
+        h
+    }
+}
+
+/// An ordered set of entries; one writer at a time, any number of lock-free readers.
+pub(crate) struct SkipList {
+    arena: Arena,
+    /// A sentinel of height [`MAX_HEIGHT`] with an empty entry; never compared.
+    head: NonNull<Node>,
+    /// Levels in use (1..=MAX_HEIGHT); a hint for readers, exact for the writer.
+    height: AtomicUsize,
+    len: AtomicUsize,
+    cmp: InternalKeyComparator,
+    /// Serializes inserts; holds the height RNG.
+    writer: Mutex<Rng>,
+}
+
+// SAFETY: the list owns its arena; `head` and every node pointer point into it. Nodes are
+// immutable after publication except for their atomic next pointers, and mutation is serialized
+// by `writer`, so the list may be shared and sent between threads.
+unsafe impl Send for SkipList {}
+// SAFETY: see `Send` above.
+unsafe impl Sync for SkipList {}
+
+impl fmt::Debug for SkipList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SkipList")
+            .field("len", &self.len())
+            .field("height", &self.height.load(Ordering::Relaxed))
+            .field("memory_usage", &self.memory_usage())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkipList {
+    /// An empty list ordered by `cmp`.
+    pub(crate) fn new(cmp: InternalKeyComparator) -> Self {
+        let arena = Arena::new();
+        let head = alloc_node(&arena, MAX_HEIGHT, 0).cast();
+        SkipList {
+            arena,
+            head,
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            cmp,
+            writer: Mutex::new(Rng(0x9e37_79b9_7f4a_7c15)),
+        }
+    }
+
+    fn head(&self) -> NodeRef<'_> {
+        // SAFETY: the head lives in `self.arena`, initialised in `new`.
+        unsafe { NodeRef::new(self.head) }
+    }
+
+    fn is_head(&self, node: NodeRef<'_>) -> bool {
+        node.ptr == self.head
+    }
+
+    /// Entries inserted so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the arena has reserved.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.arena.memory_usage()
+    }
+
+    /// The comparator ordering the list.
+    pub(crate) fn comparator(&self) -> &InternalKeyComparator {
+        &self.cmp
+    }
+
+    /// Inserts the entry for `(user_key, seq, kind) -> value`. Safe to call from several
+    /// threads (serialized). REQUIRES: no entry with the same internal key exists.
+    pub(crate) fn insert(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        kind: ValueKind,
+        value: &[u8],
+    ) {
+        let mut rng = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let height = rng.height();
+        let ikey_len = user_key.len() + TRAILER_LEN;
+        let (klen_buf, klen_n) = varint(ikey_len as u64);
+        let (vlen_buf, vlen_n) = varint(value.len() as u64);
+        let (klen, vlen) = (&klen_buf[..klen_n], &vlen_buf[..vlen_n]);
+        let entry_len = klen.len() + ikey_len + vlen.len() + value.len();
+
+        let node = alloc_node(&self.arena, height, entry_len);
+        let trailer = pack_trailer(seq, kind).to_le_bytes();
+        let mut pos = 0;
+        for part in [klen, user_key, &trailer, vlen, value] {
+            node.entry[pos..pos + part.len()].write_copy_of_slice(part);
+            pos += part.len();
+        }
+        debug_assert_eq!(pos, entry_len);
+        // SAFETY: header, tower and entry are now initialised; the node is in our arena.
+        let new = unsafe { NodeRef::new(node.cast()) };
+        let key = new.key();
+
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let at = self.find_ge(key, Some(&mut prev));
+        debug_assert!(
+            at.is_none_or(|n| self.cmp.compare(n.key(), key) != CmpOrdering::Equal),
+            "duplicate internal key inserted into the memtable"
+        );
+        let list_height = self.height.load(Ordering::Relaxed);
+        if height > list_height {
+            // `prev` already holds the head for the new levels.
+            self.height.store(height, Ordering::Relaxed);
+        }
+        for (level, p) in prev.iter().enumerate().take(height) {
+            // Only the writer (us, under the mutex) changes next pointers, so Relaxed reads see
+            // the latest value. The new node is unpublished, so its own stores may be Relaxed.
+            new.slot(level)
+                .store(p.slot(level).load(Ordering::Relaxed), Ordering::Relaxed);
+            // Publish: everything written to the node above happens-before this store.
+            p.slot(level).store(node.cast().as_ptr(), Ordering::Release);
+        }
+        self.len.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The first node with key >= `key`; fills `prev[level]` with the last node < `key`.
+    fn find_ge<'a>(
+        &'a self,
+        key: &[u8],
+        mut prev: Option<&mut [NodeRef<'a>; MAX_HEIGHT]>,
+    ) -> Option<NodeRef<'a>> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            let next = x.next(level);
+            match next {
+                Some(n) if self.cmp.compare(n.key(), key) == CmpOrdering::Less => x = n,
+                _ => {
+                    if let Some(p) = prev.as_deref_mut() {
+                        p[level] = x;
+                    }
+                    if level == 0 {
+                        return next;
+                    }
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// The last node with key < `key`, or the head if there is none.
+    fn find_lt(&self, key: &[u8]) -> NodeRef<'_> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            match x.next(level) {
+                Some(n) if self.cmp.compare(n.key(), key) == CmpOrdering::Less => x = n,
+                _ if level == 0 => return x,
+                _ => level -= 1,
+            }
+        }
+    }
+
+    /// The last node, or the head if the list is empty.
+    fn find_last(&self) -> NodeRef<'_> {
+        let mut x = self.head();
+        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        loop {
+            match x.next(level) {
+                Some(n) => x = n,
+                None if level == 0 => return x,
+                None => level -= 1,
+            }
+        }
+    }
+
+    /// The first entry with internal key >= `target`, as (internal key, value).
+    pub(crate) fn seek(&self, target: &[u8]) -> Option<(&[u8], &[u8])> {
+        self.find_ge(target, None).map(|n| (n.key(), n.value()))
+    }
+}
+
+/// A freshly allocated, unpublished node: header and null tower written, entry uninitialised.
+struct NewNode<'a> {
+    ptr: NonNull<u8>,
+    entry: &'a mut [MaybeUninit<u8>],
+}
+
+impl NewNode<'_> {
+    fn cast(&self) -> NonNull<Node> {
+        self.ptr.cast()
+    }
+}
+
+/// Allocates a node of `height` levels with room for `entry_len` entry bytes.
+fn alloc_node(arena: &Arena, height: usize, entry_len: usize) -> NewNode<'_> {
+    let tower = height * size_of::<AtomicPtr<Node>>();
+    let ptr = arena.allocate(size_of::<Node>() + tower + entry_len, align_of::<Node>());
+    // SAFETY: the region is ours, large enough and aligned for `Node` (whose size is a multiple
+    // of the AtomicPtr alignment, so the tower is aligned too); we initialise the header and
+    // tower, and hand out the entry bytes as `MaybeUninit`.
+    unsafe {
+        ptr.cast::<Node>().write(Node { height, entry_len });
+        let slots = ptr.add(size_of::<Node>()).cast::<AtomicPtr<Node>>();
+        for i in 0..height {
+            slots.add(i).write(AtomicPtr::new(ptr::null_mut()));
+        }
+        let entry = std::slice::from_raw_parts_mut(
+            ptr.add(size_of::<Node>() + tower)
+                .cast::<MaybeUninit<u8>>()
+                .as_ptr(),
+            entry_len,
+        );
+        NewNode { ptr, entry }
+    }
+}
+
+/// A cursor over a shared list; keeps the list (and so its arena) alive.
+pub(crate) struct Iter {
+    list: Arc<SkipList>,
+    /// The current node; never the head.
+    node: Option<NonNull<Node>>,
+}
+
+// SAFETY: `node` points into the arena of `list`, which the iterator keeps alive and which is
+// itself Send + Sync; the node is only read.
+unsafe impl Send for Iter {}
+// SAFETY: see `Send` above.
+unsafe impl Sync for Iter {}
+
+impl fmt::Debug for Iter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter")
+            .field("valid", &self.valid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Iter {
+    /// An unpositioned cursor over `list`.
+    pub(crate) fn new(list: Arc<SkipList>) -> Self {
+        Iter { list, node: None }
+    }
+
+    fn current(&self) -> Option<NodeRef<'_>> {
+        // SAFETY: `node` came from `self.list`, which `self` keeps alive.
+        self.node.map(|p| unsafe { NodeRef::new(p) })
+    }
+
+    /// The position for `node`: `None` for no node or the head.
+    fn position(list: &SkipList, node: Option<NodeRef<'_>>) -> Option<NonNull<Node>> {
+        node.filter(|n| !list.is_head(*n)).map(|n| n.ptr)
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.node.is_some()
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.node = Self::position(&self.list, self.list.head().next(0));
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        self.node = Self::position(&self.list, Some(self.list.find_last()));
+    }
+
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        self.node = Self::position(&self.list, self.list.find_ge(target, None));
+    }
+
+    pub(crate) fn next(&mut self) {
+        let next = self.current().and_then(|n| n.next(0)).map(|n| n.ptr);
+        self.node = next;
+    }
+
+    /// Moves to the last entry before the current one: an O(log n) search, as in LevelDB.
+    pub(crate) fn prev(&mut self) {
+        let Some(cur) = self.current() else { return };
+        self.node = Self::position(&self.list, Some(self.list.find_lt(cur.key())));
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        self.current().map_or(&[], NodeRef::key)
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        self.current().map_or(&[], NodeRef::value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::default_comparator;
+    use crate::key::{make_internal_key, parse_internal_key};
+    use std::sync::atomic::AtomicBool;
+    use std::thread;
+
+    fn list() -> Arc<SkipList> {
+        Arc::new(SkipList::new(InternalKeyComparator::new(
+            default_comparator(),
+        )))
+    }
+
+    /// The value the writer stores for key `i`: long enough that a torn read would show.
+    fn value_for(i: u64) -> Vec<u8> {
+        let len = (i % 7) as usize * 5 + 1;
+        i.to_le_bytes().iter().copied().cycle().take(len).collect()
+    }
+
+    #[test]
+    fn heights_follow_branching_four() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let n = if cfg!(miri) { 2_000 } else { 100_000 };
+        let tall = (0..n).filter(|_| rng.height() >= 2).count();
+        // About a quarter of nodes reach level 2.
+        assert!(tall > n / 5 && tall < n * 3 / 10, "{tall} of {n}");
+        assert!((0..n).all(|_| (1..=MAX_HEIGHT).contains(&rng.height())));
+    }
+
+    #[test]
+    fn entries_decode_and_bad_entries_do_not_panic() {
+        let (buf, n) = varint(300);
+        assert_eq!(get_varint64(&buf[..n]), Some((300, 2)));
+        assert_eq!(
+            decode_entry(&[3, b'a', b'b', b'c', 1, b'v']),
+            Some((&b"abc"[..], &b"v"[..]))
+        );
+        assert_eq!(decode_entry(&[3, b'a']), None);
+        assert_eq!(decode_entry(&[0, 5, 1]), None);
+        assert_eq!(decode_entry(&[0xff]), None);
+    }
+
+    #[test]
+    fn readers_see_sorted_complete_lists_while_one_writer_inserts() {
+        let n: u64 = if cfg!(miri) { 60 } else { 20_000 };
+        let list = list();
+        let published = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        // Insert keys in a scrambled order so that inserts land all over the list.
+        let order: Vec<u64> = (0..n).map(|i| (i * 7919) % n).collect();
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (list, published, done) = (list.clone(), published.clone(), done.clone());
+                let order = order.clone();
+                thread::spawn(move || {
+                    let mut passes = 0;
+                    loop {
+                        let finished = done.load(Ordering::Acquire);
+                        let before = published.load(Ordering::Acquire);
+                        let mut seen = vec![false; n as usize];
+                        let mut it = Iter::new(list.clone());
+                        it.seek_to_first();
+                        let mut last: Option<Vec<u8>> = None;
+                        while it.valid() {
+                            let p = parse_internal_key(it.key()).expect("torn key");
+                            let i = u64::from_be_bytes(p.user_key.try_into().expect("torn key"));
+                            assert_eq!(p.seq, i + 1, "torn trailer");
+                            assert_eq!(it.value(), value_for(i), "torn value");
+                            if let Some(l) = &last {
+                                assert!(list.cmp.compare(l, it.key()).is_lt(), "out of order");
+                            }
+                            seen[i as usize] = true;
+                            last = Some(it.key().to_vec());
+                            it.next();
+                        }
+                        for &i in &order[..before] {
+                            assert!(seen[i as usize], "key {i} was published but not seen");
+                        }
+                        passes += 1;
+                        if finished {
+                            return passes;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for (count, &i) in order.iter().enumerate() {
+            list.insert(&i.to_be_bytes(), i + 1, ValueKind::Value, &value_for(i));
+            published.store(count + 1, Ordering::Release);
+        }
+        done.store(true, Ordering::Release);
+        for r in readers {
+            assert!(r.join().expect("reader panicked") >= 1);
+        }
+        assert_eq!(list.len(), n as usize);
+    }
+
+    #[test]
+    fn concurrent_writers_are_serialized() {
+        let per: u64 = if cfg!(miri) { 20 } else { 2_000 };
+        let list = list();
+        let writers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let list = list.clone();
+                thread::spawn(move || {
+                    for i in 0..per {
+                        let seq = t * per + i + 1;
+                        list.insert(&(i * 4 + t).to_be_bytes(), seq, ValueKind::Value, b"v");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer panicked");
+        }
+        assert_eq!(list.len(), (4 * per) as usize);
+        let mut it = Iter::new(list.clone());
+        it.seek_to_first();
+        let mut count = 0u64;
+        while it.valid() {
+            let want = make_internal_key(&count.to_be_bytes(), 0, ValueKind::Value);
+            assert_eq!(list.cmp.compare_user(it.key(), &want), CmpOrdering::Equal);
+            count += 1;
+            it.next();
+        }
+        assert_eq!(count, 4 * per);
+        // And backwards.
+        it.seek_to_last();
+        while it.valid() {
+            count -= 1;
+            it.prev();
+        }
+        assert_eq!(count, 0);
+    }
+}
