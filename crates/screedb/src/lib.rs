@@ -14,15 +14,25 @@
 
 pub mod checksum;
 pub mod coding;
+pub mod compaction;
 pub mod comparator;
+mod db;
 pub mod error;
+pub mod filename;
 pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod manifest;
-pub mod wal;
-pub mod table;
 pub mod memtable;
+pub mod options;
+mod sync;
+pub mod table;
+pub mod version;
+pub mod wal;
+pub mod write_batch;
 
 pub use comparator::{BytewiseComparator, Comparator};
+pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use options::{Options, ReadOptions, WriteOptions};
+pub use write_batch::WriteBatch;

@@ -31,6 +31,8 @@ pub(crate) struct Arena {
     inner: Mutex<Chunks>,
     /// Bytes reserved from the system, readable without the lock.
     usage: AtomicUsize,
+    /// Bytes handed out to callers.
+    allocated: AtomicUsize,
 }
 
 /// The chunks owned by an arena and the free tail of the current one.
@@ -58,6 +60,7 @@ impl Arena {
                 remaining: 0,
             }),
             usage: AtomicUsize::new(0),
+            allocated: AtomicUsize::new(0),
         }
     }
 
@@ -74,6 +77,7 @@ impl Arena {
         // A poisoned lock is harmless: `Chunks` is only changed after the last point that can
         // panic, so it is always consistent.
         let mut chunks = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        self.allocated.fetch_add(size, Ordering::Relaxed);
         let pad = chunks.cursor.as_ptr().align_offset(align);
         if pad <= chunks.remaining && size <= chunks.remaining - pad {
             // SAFETY: `pad + size <= remaining`, so both offsets stay inside the current chunk.
@@ -118,6 +122,12 @@ impl Arena {
     /// Bytes reserved from the system so far (chunks plus their bookkeeping).
     pub(crate) fn memory_usage(&self) -> usize {
         self.usage.load(Ordering::Relaxed)
+    }
+
+    /// Bytes handed out by `allocate` so far: what the entries really occupy. The memtable's
+    /// size for flush decisions, independent of the chunk size.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.allocated.load(Ordering::Relaxed)
     }
 }
 

@@ -90,8 +90,13 @@ impl MemTable {
         }
     }
 
-    /// Bytes of memory the memtable holds (its arena's chunks), a little above the entry bytes.
+    /// Bytes the entries occupy (nodes, keys, values). Flushes are triggered by this.
     pub fn approximate_memory_usage(&self) -> usize {
+        self.list.allocated_bytes()
+    }
+
+    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB).
+    pub fn reserved_memory(&self) -> usize {
         self.list.memory_usage()
     }
 

@@ -226,6 +226,11 @@ impl SkipList {
         self.arena.memory_usage()
     }
 
+    /// Bytes the nodes occupy in the arena.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.arena.allocated_bytes()
+    }
+
     /// The comparator ordering the list.
     pub(crate) fn comparator(&self) -> &InternalKeyComparator {
         &self.cmp

@@ -1,0 +1,275 @@
+//! Executing flushes and compaction choices.
+//!
+//! Both write sorted tables from a merged stream of entries, dropping what no reader can see:
+//! within one user key (newest first), an entry is dropped when a newer entry of the same key lies
+//! in the same *snapshot stripe* — the same interval between consecutive live snapshots — because
+//! every reader that could see the older entry sees the newer one instead. A tombstone in the
+//! oldest stripe is dropped too when no level below the output holds the key (nothing for it to
+//! hide), and only by compaction, never by a flush.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::MergeSpec;
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::fs::Fs;
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{self, SequenceNumber, ValueKind};
+use crate::manifest::{FileMeta, VersionEdit};
+use crate::table::{TableBuilder, TableCache, TableOptions};
+use crate::version::Version;
+
+/// What a job needs from the database.
+#[allow(missing_debug_implementations)]
+pub struct JobContext<'a> {
+    /// File system.
+    pub fs: &'a dyn Fs,
+    /// Database directory.
+    pub dir: &'a Path,
+    /// Internal key order.
+    pub icmp: &'a InternalKeyComparator,
+    /// Table format options.
+    pub table_options: &'a TableOptions,
+    /// Open tables.
+    pub tables: &'a TableCache,
+    /// Live snapshots, ascending.
+    pub snapshots: &'a [SequenceNumber],
+    /// Allocates a file number.
+    pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
+}
+
+/// Bytes moved by a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobStats {
+    /// Bytes of input tables read.
+    pub bytes_read: u64,
+    /// Bytes of tables written.
+    pub bytes_written: u64,
+    /// Tables written.
+    pub files_written: u64,
+    /// Entries dropped as shadowed or obsolete tombstones.
+    pub entries_dropped: u64,
+}
+
+/// Decides, entry by entry, what survives.
+struct Survivors<'a> {
+    icmp: &'a InternalKeyComparator,
+    snapshots: &'a [SequenceNumber],
+    current_key: Option<Vec<u8>>,
+    last_stripe: Option<usize>,
+}
+
+impl<'a> Survivors<'a> {
+    fn new(icmp: &'a InternalKeyComparator, snapshots: &'a [SequenceNumber]) -> Self {
+        Survivors {
+            icmp,
+            snapshots,
+            current_key: None,
+            last_stripe: None,
+        }
+    }
+
+    /// True when the entry must be written. `no_older_data` says whether levels below the output
+    /// hold the key (only asked for tombstones of the oldest stripe).
+    fn keep(
+        &mut self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        kind: ValueKind,
+        no_older_data: impl FnOnce() -> bool,
+    ) -> bool {
+        let same_key = self
+            .current_key
+            .as_deref()
+            .is_some_and(|k| self.icmp.user().compare(k, user_key) == Ordering::Equal);
+        if !same_key {
+            self.current_key = Some(user_key.to_vec());
+            self.last_stripe = None;
+        }
+        let stripe = self.snapshots.partition_point(|&s| s < seq);
+        if self.last_stripe == Some(stripe) {
+            return false;
+        }
+        self.last_stripe = Some(stripe);
+        !(kind == ValueKind::Deletion && stripe == 0 && no_older_data())
+    }
+}
+
+/// Writes the entries of `input` into tables, cutting at `target_file_size` (never between two
+/// entries of one user key). Returns the new tables.
+fn write_tables(
+    ctx: &JobContext<'_>,
+    input: &mut dyn InternalIterator,
+    target_file_size: u64,
+    mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
+    stats: &mut JobStats,
+) -> Result<Vec<FileMeta>> {
+    let mut outputs = Vec::new();
+    let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut last_user_key: Vec<u8> = Vec::new();
+    input.seek_to_first();
+    while input.valid() {
+        let ikey = input.key();
+        let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
+            Error::corruption("compaction input", 0, "internal key with a bad trailer")
+        })?;
+        if !survivors.keep(parsed.user_key, parsed.seq, parsed.kind, || {
+            may_drop_tombstone(parsed.user_key)
+        }) {
+            stats.entries_dropped += 1;
+            input.next();
+            continue;
+        }
+        let new_key = ctx.icmp.user().compare(&last_user_key, parsed.user_key) != Ordering::Equal;
+        if let Some((_, b)) = &builder
+            && new_key
+            && b.estimated_file_size() >= target_file_size
+            && let Some((number, b)) = builder.take()
+        {
+            outputs.push(finish(b, number, stats)?);
+        }
+        if builder.is_none() {
+            let number = (ctx.new_file_number)();
+            let path = filename::table_file(ctx.dir, number);
+            let file = ctx.fs.create(&path)?;
+            builder = Some((
+                number,
+                TableBuilder::new(ctx.table_options.clone(), ctx.icmp.clone(), file, path),
+            ));
+        }
+        if let Some((_, b)) = builder.as_mut() {
+            b.add(ikey, input.value())?;
+        }
+        if new_key {
+            last_user_key.clear();
+            last_user_key.extend_from_slice(parsed.user_key);
+        }
+        input.next();
+    }
+    input.status()?;
+    if let Some((number, b)) = builder.take() {
+        outputs.push(finish(b, number, stats)?);
+    }
+    if !outputs.is_empty() {
+        // The new tables' directory entries must be durable before an edit names them.
+        ctx.fs.sync_dir(ctx.dir)?;
+    }
+    Ok(outputs)
+}
+
+fn finish(builder: TableBuilder, number: u64, stats: &mut JobStats) -> Result<FileMeta> {
+    let (file_size, props) = builder.finish()?;
+    stats.bytes_written += file_size;
+    stats.files_written += 1;
+    Ok(FileMeta {
+        number,
+        file_size,
+        smallest: props.smallest_key,
+        largest: props.largest_key,
+        smallest_seq: props.smallest_seq,
+        largest_seq: props.largest_seq,
+        num_entries: props.num_entries,
+        num_deletions: props.num_deletions,
+    })
+}
+
+/// Writes a memtable (or any sorted source) as level-0 tables. Tombstones are kept.
+pub fn flush(
+    ctx: &JobContext<'_>,
+    input: &mut dyn InternalIterator,
+) -> Result<(Vec<FileMeta>, JobStats)> {
+    let mut stats = JobStats::default();
+    let outputs = write_tables(ctx, input, u64::MAX, |_| false, &mut stats)?;
+    Ok((outputs, stats))
+}
+
+/// Executes a merge: reads every input table, writes the survivors to the output level, and
+/// returns the edit that swaps inputs for outputs.
+pub fn merge(
+    ctx: &JobContext<'_>,
+    version: &Version,
+    spec: &MergeSpec,
+) -> Result<(VersionEdit, JobStats)> {
+    let mut stats = JobStats::default();
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for file in spec.all_inputs() {
+        stats.bytes_read += file.file_size;
+        children.push(Box::new(ctx.tables.get(file.number)?.iter()));
+    }
+    let mut input = MergingIterator::new(ctx.icmp.clone(), children);
+    let deeper = spec.output_level + 1..version.num_levels();
+    let outputs = write_tables(
+        ctx,
+        &mut input,
+        spec.target_file_size,
+        |user_key| {
+            deeper.clone().all(|level| {
+                version
+                    .overlapping(level, Some(user_key), Some(user_key))
+                    .is_empty()
+            })
+        },
+        &mut stats,
+    )?;
+    let mut edit = VersionEdit::default();
+    for (level, files) in &spec.inputs {
+        for f in files {
+            edit.deleted_files.push((*level as u32, f.number));
+        }
+    }
+    for f in outputs {
+        edit.new_files.push((spec.output_level as u32, f));
+    }
+    Ok((edit, stats))
+}
+
+/// The edit for a metadata-only move of `file` from `from_level` to `to_level`.
+pub fn move_edit(file: &Arc<FileMeta>, from_level: usize, to_level: usize) -> VersionEdit {
+    let mut edit = VersionEdit::default();
+    edit.deleted_files.push((from_level as u32, file.number));
+    edit.new_files
+        .push((to_level as u32, FileMeta::clone(file)));
+    edit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::default_comparator;
+
+    #[test]
+    fn survivors_keep_one_entry_per_snapshot_stripe() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        // Snapshots at 10 and 20: stripes (..=10], (10..=20], (20..].
+        let snaps = [10, 20];
+        let mut s = Survivors::new(&icmp, &snaps);
+        let v = ValueKind::Value;
+        assert!(s.keep(b"a", 25, v, || true)); // newest, latest stripe
+        assert!(!s.keep(b"a", 22, v, || true)); // same stripe: shadowed
+        assert!(s.keep(b"a", 15, v, || true)); // seen by snapshot 20
+        assert!(!s.keep(b"a", 12, v, || true));
+        assert!(s.keep(b"a", 10, v, || true)); // seen by snapshot 10
+        assert!(!s.keep(b"a", 3, v, || true));
+        // A tombstone in the oldest stripe with nothing below is dropped, and hides what follows.
+        assert!(!s.keep(b"b", 5, ValueKind::Deletion, || true));
+        assert!(!s.keep(b"b", 4, v, || true));
+        // ...but kept when older data may exist below.
+        assert!(s.keep(b"c", 5, ValueKind::Deletion, || false));
+        // A tombstone newer than a snapshot is kept: the snapshot must still see the old value.
+        assert!(s.keep(b"d", 15, ValueKind::Deletion, || true));
+        assert!(s.keep(b"d", 8, v, || true));
+    }
+
+    #[test]
+    fn without_snapshots_only_the_newest_survives() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let mut s = Survivors::new(&icmp, &[]);
+        assert!(s.keep(b"a", 9, ValueKind::Value, || true));
+        assert!(!s.keep(b"a", 8, ValueKind::Value, || true));
+        assert!(s.keep(b"b", 7, ValueKind::Value, || true));
+    }
+}

@@ -1,0 +1,105 @@
+//! Compaction: pure strategies that choose, one job module that executes.
+//!
+//! A [`CompactionStrategy`] looks at a [`Version`], the options and the [`State`] of work in
+//! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
+//! tested on hand-built versions. [`job`] executes any choice.
+
+pub mod job;
+pub mod leveled;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::manifest::FileMeta;
+use crate::options::Options;
+use crate::version::Version;
+
+/// Work already in flight, which a new choice must not touch.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// Tables that are inputs of a running compaction.
+    pub busy_files: HashSet<u64>,
+    /// `(output level, smallest user key, largest user key)` of every running compaction: no new
+    /// compaction may take inputs at that level inside that range.
+    pub busy_ranges: Vec<(usize, Vec<u8>, Vec<u8>)>,
+    /// Per level, the largest user key of the last table compacted there (round robin).
+    pub compact_pointers: Vec<Option<Vec<u8>>>,
+}
+
+/// A merge of input tables into new tables of `output_level`.
+#[derive(Debug, Clone)]
+pub struct MergeSpec {
+    /// Input tables by level (the start level first).
+    pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    /// Level the outputs go to.
+    pub output_level: usize,
+    /// Size at which outputs are cut.
+    pub target_file_size: u64,
+}
+
+impl MergeSpec {
+    /// Every input table.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().flat_map(|(_, files)| files.iter())
+    }
+}
+
+/// What a strategy decided.
+#[derive(Debug, Clone)]
+pub enum Choice {
+    /// Nothing needs compaction.
+    DoNothing,
+    /// Move one table to another level by metadata only.
+    Move {
+        /// Level the table is in.
+        from_level: usize,
+        /// The table.
+        file: Arc<FileMeta>,
+        /// Level it moves to.
+        to_level: usize,
+    },
+    /// Merge tables.
+    Merge(MergeSpec),
+}
+
+/// A pure compaction policy.
+pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
+    /// A short name for logs and stats.
+    fn name(&self) -> &'static str;
+    /// Chooses the next compaction. Must not do I/O or take locks.
+    fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice;
+}
+
+/// The user-key range `[smallest, largest]` covered by `files`.
+pub fn key_range<'a>(
+    version: &Version,
+    files: impl IntoIterator<Item = &'a Arc<FileMeta>>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let ucmp = version.icmp().user();
+    let mut range: Option<(&[u8], &[u8])> = None;
+    for f in files {
+        let (s, l) = (f.smallest_user_key(), f.largest_user_key());
+        range = Some(match range {
+            None => (s, l),
+            Some((rs, rl)) => (
+                if ucmp.compare(s, rs).is_lt() { s } else { rs },
+                if ucmp.compare(l, rl).is_gt() { l } else { rl },
+            ),
+        });
+    }
+    range.map(|(s, l)| (s.to_vec(), l.to_vec()))
+}
+
+/// True when `[smallest, largest]` at `level` intersects a range being written by a running job.
+pub fn range_is_busy(
+    version: &Version,
+    state: &State,
+    level: usize,
+    smallest: &[u8],
+    largest: &[u8],
+) -> bool {
+    let ucmp = version.icmp().user();
+    state.busy_ranges.iter().any(|(l, s, e)| {
+        *l == level && ucmp.compare(smallest, e).is_le() && ucmp.compare(s, largest).is_le()
+    })
+}

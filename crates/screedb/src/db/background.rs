@@ -1,0 +1,319 @@
+//! Background work: flushing immutable memtables and running compactions.
+//!
+//! `max_background_jobs` threads run [`run`]. Each loops under the database mutex: a pending
+//! flush comes first (one at a time, oldest memtable first, so level-0 tables stay in write
+//! order); otherwise the compaction strategy is asked for a choice that does not touch files or
+//! key ranges other jobs are using. The job itself runs outside the mutex; its edit is applied
+//! under it. A failure is sticky: it is stored in `bg_error` and all writes fail from then on.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::stats::Counters;
+use super::write::make_room_for_write;
+use super::{DbInner, DbState};
+use crate::compaction::{Choice, MergeSpec, job, key_range};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::manifest::VersionEdit;
+use crate::sync::{lock, wait, wait_timeout};
+use std::sync::MutexGuard;
+
+/// Body of a background thread.
+pub(super) fn run(inner: &DbInner) {
+    let mut st = lock(&inner.state);
+    loop {
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        if st.bg_error.is_none() {
+            if !st.flush_running && !st.imms.is_empty() {
+                st = flush_oldest(inner, st);
+                continue;
+            }
+            if !st.manual_running {
+                let choice =
+                    inner
+                        .strategy
+                        .choose(&st.versions.current(), &inner.options, &st.compaction);
+                if !matches!(choice, Choice::DoNothing) {
+                    st = run_choice(inner, st, choice).1;
+                    continue;
+                }
+            }
+        }
+        st = wait(&inner.bg_cv, st);
+    }
+}
+
+fn set_error(inner: &DbInner, st: &mut DbState, e: Error) {
+    st.bg_error.get_or_insert(e);
+    inner.bg_cv.notify_all();
+}
+
+fn job_context<'a>(
+    inner: &'a DbInner,
+    snapshots: &'a [u64],
+    alloc: &'a (dyn Fn() -> u64 + Sync),
+) -> job::JobContext<'a> {
+    job::JobContext {
+        fs: inner.fs.as_ref(),
+        dir: &inner.dir,
+        icmp: &inner.icmp,
+        table_options: &inner.table_options,
+        tables: &inner.tables,
+        snapshots,
+        new_file_number: alloc,
+    }
+}
+
+/// Flushes the oldest immutable memtable to level 0. REQUIRES: `!st.imms.is_empty()`.
+fn flush_oldest<'a>(
+    inner: &'a DbInner,
+    mut st: MutexGuard<'a, DbState>,
+) -> MutexGuard<'a, DbState> {
+    let Some(imm) = st.imms.front() else {
+        return st;
+    };
+    let mem = Arc::clone(&imm.mem);
+    st.flush_running = true;
+    st.jobs_running += 1;
+    drop(st);
+
+    let snapshots = inner.snapshots.sequences();
+    let alloc = || lock(&inner.state).versions.new_file_number();
+    let ctx = job_context(inner, &snapshots, &alloc);
+    let mut it = mem.iter();
+    let result = job::flush(&ctx, &mut it);
+
+    let mut st = lock(&inner.state);
+    st.flush_running = false;
+    st.jobs_running -= 1;
+    match result {
+        Ok((files, stats)) => {
+            // The WAL of the next memtable (or the live one) becomes the oldest still needed.
+            let next_log = st.imms.get(1).map_or(st.wal_number, |i| i.log_number);
+            let mut edit = VersionEdit {
+                log_number: Some(next_log),
+                ..VersionEdit::default()
+            };
+            edit.new_files = files.into_iter().map(|f| (0, f)).collect();
+            Counters::add(&inner.counters.flush_bytes_written, stats.bytes_written);
+            Counters::add(&inner.counters.flushes, 1);
+            edit.stats = inner.counters.persisted();
+            match st.versions.log_and_apply(edit) {
+                Ok(()) => {
+                    let done = st.imms.pop_front();
+                    inner.install_super_version(&st);
+                    if let Some(done) = done {
+                        remove_logs_before(inner, next_log, done.log_number);
+                    }
+                }
+                Err(e) => set_error(inner, &mut st, e),
+            }
+        }
+        Err(e) => set_error(inner, &mut st, e),
+    }
+    inner.bg_cv.notify_all();
+    st
+}
+
+/// Removes WAL files numbered in `[oldest, before)`: their writes are all in tables now.
+fn remove_logs_before(inner: &DbInner, before: u64, oldest: u64) {
+    for n in oldest..before {
+        let path = filename::log_file(&inner.dir, n);
+        if inner.fs.exists(&path) {
+            // A leftover is removed by the sweep at the next open.
+            let _ = inner.fs.remove(&path);
+        }
+    }
+}
+
+/// Runs a compaction choice; returns its result and the re-locked state.
+fn run_choice<'a>(
+    inner: &'a DbInner,
+    mut st: MutexGuard<'a, DbState>,
+    choice: Choice,
+) -> (Result<()>, MutexGuard<'a, DbState>) {
+    match choice {
+        Choice::DoNothing => (Ok(()), st),
+        Choice::Move {
+            from_level,
+            file,
+            to_level,
+        } => {
+            let mut edit = job::move_edit(&file, from_level, to_level);
+            Counters::add(&inner.counters.trivial_moves, 1);
+            edit.stats = inner.counters.persisted();
+            let result = st.versions.log_and_apply(edit);
+            match &result {
+                Ok(()) => {
+                    set_pointer(&mut st, from_level, file.largest_user_key());
+                    inner.install_super_version(&st);
+                }
+                Err(e) => set_error(inner, &mut st, e.clone()),
+            }
+            inner.bg_cv.notify_all();
+            (result, st)
+        }
+        Choice::Merge(spec) => run_merge(inner, st, spec),
+    }
+}
+
+fn set_pointer(st: &mut DbState, level: usize, key: &[u8]) {
+    let ptrs = &mut st.compaction.compact_pointers;
+    if ptrs.len() <= level {
+        ptrs.resize(level + 1, None);
+    }
+    ptrs[level] = Some(key.to_vec());
+}
+
+fn run_merge<'a>(
+    inner: &'a DbInner,
+    mut st: MutexGuard<'a, DbState>,
+    spec: MergeSpec,
+) -> (Result<()>, MutexGuard<'a, DbState>) {
+    let version = st.versions.current();
+    let range = key_range(&version, spec.all_inputs());
+    for f in spec.all_inputs() {
+        st.compaction.busy_files.insert(f.number);
+    }
+    if let Some((s, l)) = &range {
+        st.compaction
+            .busy_ranges
+            .push((spec.output_level, s.clone(), l.clone()));
+    }
+    st.jobs_running += 1;
+    drop(st);
+
+    let snapshots = inner.snapshots.sequences();
+    let alloc = || lock(&inner.state).versions.new_file_number();
+    let ctx = job_context(inner, &snapshots, &alloc);
+    let result = job::merge(&ctx, &version, &spec);
+    drop(version);
+
+    let mut st = lock(&inner.state);
+    st.jobs_running -= 1;
+    for f in spec.all_inputs() {
+        st.compaction.busy_files.remove(&f.number);
+    }
+    if let Some((s, l)) = &range
+        && let Some(i) = st
+            .compaction
+            .busy_ranges
+            .iter()
+            .position(|(lv, a, b)| *lv == spec.output_level && a == s && b == l)
+    {
+        st.compaction.busy_ranges.swap_remove(i);
+    }
+    let result = result.and_then(|(mut edit, stats)| {
+        Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
+        Counters::add(
+            &inner.counters.compaction_bytes_written,
+            stats.bytes_written,
+        );
+        Counters::add(&inner.counters.compactions, 1);
+        edit.stats = inner.counters.persisted();
+        st.versions.log_and_apply(edit)
+    });
+    match &result {
+        Ok(()) => {
+            if let Some((level, files)) = spec.inputs.first()
+                && let Some((_, largest)) = key_range(&st.versions.current(), files)
+            {
+                set_pointer(&mut st, *level, &largest);
+            }
+            inner.install_super_version(&st);
+        }
+        Err(e) => set_error(inner, &mut st, e.clone()),
+    }
+    inner.bg_cv.notify_all();
+    (result, st)
+}
+
+/// Switches the memtable (if non-empty) and waits until every immutable memtable is flushed.
+pub(super) fn flush_and_wait(inner: &DbInner) -> Result<()> {
+    inner.check_open()?;
+    let st = lock(&inner.state);
+    let (room, mut st) = make_room_for_write(inner, st, true);
+    room?;
+    inner.bg_cv.notify_all();
+    while !st.imms.is_empty() {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::ReadOnly(Arc::new(e.clone())));
+        }
+        st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(50)).0;
+    }
+    Ok(())
+}
+
+/// Waits until no flush is pending and the strategy has nothing to do.
+pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
+    let mut st = lock(&inner.state);
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::ReadOnly(Arc::new(e.clone())));
+        }
+        let idle = st.imms.is_empty()
+            && st.jobs_running == 0
+            && matches!(
+                inner
+                    .strategy
+                    .choose(&st.versions.current(), &inner.options, &st.compaction),
+                Choice::DoNothing
+            );
+        if idle || inner.shutting_down.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        inner.bg_cv.notify_all();
+        st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(50)).0;
+    }
+}
+
+/// Merges every table overlapping `[start, end]` level by level into the level below, down to
+/// the last level holding data. Runs in the caller's thread, with background compactions paused.
+pub(super) fn compact_range(
+    inner: &DbInner,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    let mut st = lock(&inner.state);
+    while st.manual_running {
+        st = wait(&inner.bg_cv, st);
+    }
+    st.manual_running = true;
+    // Let running jobs finish so the inputs below are free.
+    while st.jobs_running > 0 {
+        st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(50)).0;
+    }
+    let mut result = Ok(());
+    let last_level = inner.options.num_levels - 1;
+    for level in 0..last_level {
+        let version = st.versions.current();
+        let inputs = version.overlapping(level, start, end);
+        if inputs.is_empty() {
+            continue;
+        }
+        let (s, l) = key_range(&version, &inputs).unwrap_or_default();
+        let below = version.overlapping(level + 1, Some(&s), Some(&l));
+        let mut spec = MergeSpec {
+            inputs: vec![(level, inputs)],
+            output_level: level + 1,
+            target_file_size: inner.options.target_file_size,
+        };
+        if !below.is_empty() {
+            spec.inputs.push((level + 1, below));
+        }
+        drop(version);
+        let (r, guard) = run_merge(inner, st, spec);
+        st = guard;
+        if let Err(e) = r {
+            result = Err(e);
+            break;
+        }
+    }
+    st.manual_running = false;
+    inner.bg_cv.notify_all();
+    result
+}

@@ -1,0 +1,305 @@
+//! The user-facing iterator: internal entries collapsed to the newest visible version per key.
+//!
+//! Follows LevelDB's DBIter. Moving forward, the inner iterator sits on the entry being returned.
+//! Moving backward, it sits just before all entries of the current key, whose newest visible
+//! version is copied into `saved_key`/`saved_value`.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::SuperVersion;
+use crate::comparator::Comparator;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, SequenceNumber, ValueKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// An ordered cursor over the database as of one sequence number.
+pub struct DbIterator {
+    // Field order matters: `inner` must drop before `_pinned` so that the version it reads from
+    // is released last (tables are deleted when their last holder drops).
+    inner: Box<dyn InternalIterator>,
+    ucmp: Arc<dyn Comparator>,
+    sequence: SequenceNumber,
+    direction: Direction,
+    valid: bool,
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    error: Option<Error>,
+    _pinned: Arc<SuperVersion>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("sequence", &self.sequence)
+            .field("valid", &self.valid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        ucmp: Arc<dyn Comparator>,
+        sequence: SequenceNumber,
+        pinned: Arc<SuperVersion>,
+    ) -> Self {
+        DbIterator {
+            inner,
+            ucmp,
+            sequence,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            error: None,
+            _pinned: pinned,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => key::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met (corruption or I/O); an iterator with an error is not valid.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => self.inner.status(),
+        }
+    }
+
+    /// Positions on the first key.
+    pub fn seek_to_first(&mut self) {
+        self.direction = Direction::Forward;
+        self.saved_value.clear();
+        self.inner.seek_to_first();
+        self.find_next_user_entry(false);
+    }
+
+    /// Positions on the last key.
+    pub fn seek_to_last(&mut self) {
+        self.direction = Direction::Reverse;
+        self.saved_value.clear();
+        self.inner.seek_to_last();
+        self.find_prev_user_entry();
+    }
+
+    /// Positions on the first key >= `target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        self.direction = Direction::Forward;
+        self.saved_value.clear();
+        self.saved_key.clear();
+        let ikey = key::make_internal_key(target, self.sequence, ValueKind::FOR_SEEK);
+        self.inner.seek(&ikey);
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            self.direction = Direction::Forward;
+            // The inner iterator is before the entries of saved_key: step into them, then skip.
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.inner.seek_to_first();
+            }
+        } else {
+            let current = key::user_key(self.inner.key()).to_vec();
+            self.saved_key = current;
+            self.inner.next();
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            self.saved_key = key::user_key(self.inner.key()).to_vec();
+            loop {
+                self.inner.prev();
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return;
+                }
+                if self
+                    .ucmp
+                    .compare(key::user_key(self.inner.key()), &self.saved_key)
+                    == Ordering::Less
+                {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    fn parse_current(&mut self) -> Option<(SequenceNumber, ValueKind)> {
+        match key::parse_internal_key(self.inner.key()) {
+            Some(p) => Some((p.seq, p.kind)),
+            None => {
+                self.error.get_or_insert_with(|| {
+                    Error::corruption("iterator", 0, "internal key with a bad trailer")
+                });
+                None
+            }
+        }
+    }
+
+    /// Forward: from the inner position, finds the first visible, non-deleted key, skipping
+    /// entries of `saved_key` when `skipping`.
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        while self.inner.valid() {
+            if let Some((seq, kind)) = self.parse_current() {
+                if seq <= self.sequence {
+                    let ukey = key::user_key(self.inner.key());
+                    match kind {
+                        ValueKind::Deletion => {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(ukey);
+                            skipping = true;
+                        }
+                        ValueKind::Value => {
+                            let hidden = skipping
+                                && self.ucmp.compare(ukey, &self.saved_key) != Ordering::Greater;
+                            if !hidden {
+                                self.valid = true;
+                                self.saved_key.clear();
+                                return;
+                            }
+                        }
+                    }
+                }
+            } else {
+                break;
+            }
+            self.inner.next();
+        }
+        self.valid = false;
+        self.saved_key.clear();
+    }
+
+    /// Backward: from the inner position, finds the newest visible version of the previous key
+    /// that is not deleted, leaving the inner iterator before all its entries.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind_found = ValueKind::Deletion;
+        while self.inner.valid() {
+            let Some((seq, kind)) = self.parse_current() else {
+                break;
+            };
+            if seq <= self.sequence {
+                let ukey = key::user_key(self.inner.key());
+                if kind_found != ValueKind::Deletion
+                    && self.ucmp.compare(ukey, &self.saved_key) == Ordering::Less
+                {
+                    break; // reached the entries of an earlier key
+                }
+                kind_found = kind;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                if kind == ValueKind::Value {
+                    self.saved_key.extend_from_slice(ukey);
+                    self.saved_value.extend_from_slice(self.inner.value());
+                }
+            }
+            self.inner.prev();
+        }
+        if kind_found == ValueKind::Deletion || self.error.is_some() {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+        } else {
+            self.valid = true;
+        }
+    }
+
+    /// Turns this cursor into a Rust iterator over `(key, value)` pairs within `range`, in
+    /// ascending order. Errors end the iteration with one `Err` item.
+    pub fn into_range(mut self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> RangeIter {
+        match &start {
+            Bound::Included(k) => self.seek(k),
+            Bound::Excluded(k) => {
+                self.seek(k);
+                if self.valid && self.ucmp.compare(self.key(), k) == Ordering::Equal {
+                    self.next();
+                }
+            }
+            Bound::Unbounded => self.seek_to_first(),
+        }
+        RangeIter {
+            cursor: self,
+            end,
+            done: false,
+        }
+    }
+}
+
+/// A Rust iterator over `(key, value)` pairs of a key range; see [`crate::Db::range`].
+#[derive(Debug)]
+pub struct RangeIter {
+    cursor: DbIterator,
+    end: Bound<Vec<u8>>,
+    done: bool,
+}
+
+impl Iterator for RangeIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if !self.cursor.valid() {
+            self.done = true;
+            return self.cursor.status().err().map(Err);
+        }
+        let key = self.cursor.key();
+        let in_range = match &self.end {
+            Bound::Included(e) => self.cursor.ucmp.compare(key, e) != Ordering::Greater,
+            Bound::Excluded(e) => self.cursor.ucmp.compare(key, e) == Ordering::Less,
+            Bound::Unbounded => true,
+        };
+        if !in_range {
+            self.done = true;
+            return None;
+        }
+        let item = (key.to_vec(), self.cursor.value().to_vec());
+        self.cursor.next();
+        Some(Ok(item))
+    }
+}

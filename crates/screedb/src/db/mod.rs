@@ -1,0 +1,439 @@
+//! The database: the public [`Db`] handle and the state its threads share.
+//!
+//! Lock order (never take them in the other order):
+//! 1. `DbInner::state` (the database mutex) — guards everything in [`DbState`];
+//! 2. short-lived leaf locks: the snapshot list, the obsolete-file set, the caches.
+//!
+//! Readers take no lock on the hot path: they load the current [`SuperVersion`] (memtable,
+//! immutable memtables, version) from an `ArcSwap` and the last visible sequence number from an
+//! atomic.
+
+mod background;
+mod iter;
+mod open;
+mod snapshot;
+mod stats;
+mod write;
+
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+
+pub use iter::{DbIterator, RangeIter};
+pub use snapshot::Snapshot;
+pub use stats::Stats;
+
+use crate::compaction::{self, CompactionStrategy};
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::fs::{FileLock, Fs};
+use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
+use crate::key;
+use crate::manifest::FileMeta;
+use crate::memtable::{LookupResult, MemTable};
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sync::lock;
+use crate::table::{BlockCache, TableCache, TableOptions};
+use crate::version::{Lookup, Version, VersionSet};
+use crate::wal::LogWriter;
+use crate::write_batch::WriteBatch;
+use snapshot::SnapshotList;
+use stats::Counters;
+use write::Writer;
+
+/// What readers pin: the memtables and the version, replaced as a whole on every change.
+pub(crate) struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+}
+
+/// An immutable memtable waiting for its flush, with the WAL that holds its writes.
+struct Immutable {
+    mem: Arc<MemTable>,
+    log_number: u64,
+}
+
+/// Everything guarded by the database mutex.
+struct DbState {
+    versions: VersionSet,
+    mem: Arc<MemTable>,
+    /// Oldest first.
+    imms: VecDeque<Immutable>,
+    /// `None` while the write leader appends to it outside the mutex.
+    wal: Option<LogWriter>,
+    wal_number: u64,
+    writers: VecDeque<Arc<Writer>>,
+    /// Sticky: set by the first failed WAL write/sync or manifest write.
+    bg_error: Option<Error>,
+    compaction: compaction::State,
+    flush_running: bool,
+    jobs_running: usize,
+    /// Set while `compact_range` works, so background compactions stay out of its way.
+    manual_running: bool,
+}
+
+pub(crate) struct DbInner {
+    dir: PathBuf,
+    options: Options,
+    fs: Arc<dyn Fs>,
+    icmp: InternalKeyComparator,
+    table_options: TableOptions,
+    tables: Arc<TableCache>,
+    block_cache: Option<Arc<BlockCache>>,
+    strategy: Box<dyn CompactionStrategy>,
+    state: Mutex<DbState>,
+    /// Signalled when background work finishes or is needed.
+    bg_cv: Condvar,
+    super_version: ArcSwap<SuperVersion>,
+    /// Last sequence number visible to readers.
+    visible_sequence: AtomicU64,
+    snapshots: Arc<SnapshotList>,
+    counters: Counters,
+    shutting_down: AtomicBool,
+    _lock: Box<dyn FileLock>,
+}
+
+/// An open database. `Send + Sync`: share it between threads by reference or in an `Arc`.
+pub struct Db {
+    inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in directory `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), options)?);
+        let mut threads = Vec::new();
+        for i in 0..inner.options.max_background_jobs {
+            let worker = Arc::clone(&inner);
+            let handle = std::thread::Builder::new()
+                .name(format!("screedb-bg-{i}"))
+                .spawn(move || background::run(&worker))
+                .map_err(|e| Error::io("spawn background thread", &inner.dir, e))?;
+            threads.push(handle);
+        }
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Deletes the database in `path` (all its files, then the directory if empty).
+    /// Fails with [`Error::Locked`] if it is open.
+    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+        let dir = path.as_ref();
+        let fs = &options.fs;
+        if !fs.exists(dir) {
+            return Ok(());
+        }
+        let lock_path = filename::lock_file(dir);
+        let guard = fs.lock(&lock_path)?;
+        for name in fs.list(dir)? {
+            match filename::parse(&name) {
+                Some(FileKind::Lock) | None => {}
+                Some(_) => fs.remove(&dir.join(&name))?,
+            }
+        }
+        drop(guard);
+        let _ = fs.remove(&lock_path);
+        let _ = fs.remove_dir(dir);
+        Ok(())
+    }
+
+    /// Sets `key` to `value` (not synced; see [`Db::write`]).
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(batch, &WriteOptions::default())
+    }
+
+    /// Removes `key` (not synced; see [`Db::write`]).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(batch, &WriteOptions::default())
+    }
+
+    /// Applies `batch` atomically. With `options.sync`, returns only after the WAL is fsynced.
+    pub fn write(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        batch.validate()?;
+        write::write(&self.inner, batch, options.sync)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, &ReadOptions::default())
+    }
+
+    /// The value of `key` as of `options.snapshot` (or now).
+    pub fn get_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        let key = key.as_ref();
+        let sv = inner.super_version.load_full();
+        let seq = options
+            .snapshot
+            .unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            match mem.get(key, seq) {
+                LookupResult::Found(v) => return Ok(Some(v)),
+                LookupResult::Deleted => return Ok(None),
+                LookupResult::NotFound => {}
+            }
+        }
+        match sv.version.get(&inner.tables, key, seq)? {
+            Lookup::Found(v) => Ok(Some(v)),
+            Lookup::Deleted | Lookup::NotFound => Ok(None),
+        }
+    }
+
+    /// A snapshot of the current state, released when dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(
+            Arc::clone(&self.inner.snapshots),
+            self.inner.visible_sequence.load(Ordering::Acquire),
+        )
+    }
+
+    /// A cursor over the database as of `options.snapshot` (or now). It starts unpositioned:
+    /// call a seek method first.
+    pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        let sv = inner.super_version.load_full();
+        let seq = options
+            .snapshot
+            .unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(sv.mem.iter()));
+        for imm in &sv.imms {
+            children.push(Box::new(imm.iter()));
+        }
+        for file in sv.version.files(0) {
+            children.push(Box::new(inner.tables.get(file.number)?.iter()));
+        }
+        for level in 1..sv.version.num_levels() {
+            let files: Vec<Arc<FileMeta>> = sv.version.files(level).to_vec();
+            if files.is_empty() {
+                continue;
+            }
+            let tables = Arc::clone(&inner.tables);
+            let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+                Ok(Box::new(tables.get(f.number)?.iter()))
+            });
+            children.push(Box::new(ConcatIterator::new(
+                inner.icmp.clone(),
+                files,
+                open,
+            )));
+        }
+        let merged = MergingIterator::new(inner.icmp.clone(), children);
+        Ok(DbIterator::new(
+            Box::new(merged),
+            Arc::clone(inner.icmp.user()),
+            seq,
+            sv,
+        ))
+    }
+
+    /// `(key, value)` pairs whose keys lie in `range`, ascending, as of now.
+    pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<RangeIter> {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let it = self.iter(&ReadOptions::default())?;
+        Ok(it.into_range(own(range.start_bound()), own(range.end_bound())))
+    }
+
+    /// `(key, value)` pairs whose keys start with `prefix`, ascending (bytewise comparator).
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<RangeIter> {
+        let prefix = prefix.as_ref().to_vec();
+        let end = prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let it = self.iter(&ReadOptions::default())?;
+        Ok(it.into_range(Bound::Included(prefix), end))
+    }
+
+    /// Writes the memtable to a level-0 table and waits until it is done.
+    pub fn flush(&self) -> Result<()> {
+        background::flush_and_wait(&self.inner)
+    }
+
+    /// Compacts every table overlapping `[start, end]` (`None` = unbounded) down the levels, and
+    /// waits until it is done.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        background::compact_range(&self.inner, start, end)
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub fn wait_for_idle(&self) -> Result<()> {
+        background::wait_for_idle(&self.inner)
+    }
+
+    /// A property by name: `screedb.stats`, `screedb.levels`, `screedb.num-files-at-level<N>`,
+    /// `screedb.approximate-memory-usage`, `screedb.write-amplification`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        let inner = &self.inner;
+        let sv = inner.super_version.load_full();
+        if let Some(level) = name.strip_prefix("screedb.num-files-at-level") {
+            let level: usize = level.parse().ok()?;
+            return (level < sv.version.num_levels())
+                .then(|| sv.version.files(level).len().to_string());
+        }
+        match name {
+            "screedb.levels" => Some(sv.version.describe_levels()),
+            "screedb.approximate-memory-usage" => {
+                let mem: usize = std::iter::once(&sv.mem)
+                    .chain(&sv.imms)
+                    .map(|m| m.approximate_memory_usage())
+                    .sum();
+                Some(mem.to_string())
+            }
+            "screedb.write-amplification" => {
+                Some(format!("{:.3}", self.stats().write_amplification()))
+            }
+            "screedb.stats" => Some(format!(
+                "{:#?}\n{}",
+                self.stats(),
+                sv.version.describe_levels()
+            )),
+            _ => None,
+        }
+    }
+
+    /// Counters and the shape of the tree.
+    pub fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let sv = inner.super_version.load_full();
+        let mut s = inner.counters.snapshot();
+        s.files_per_level = (0..sv.version.num_levels())
+            .map(|l| sv.version.files(l).len())
+            .collect();
+        s.bytes_per_level = (0..sv.version.num_levels())
+            .map(|l| sv.version.level_bytes(l))
+            .collect();
+        if let Some(cache) = &inner.block_cache {
+            s.block_cache_hits = cache.hits();
+            s.block_cache_misses = cache.misses();
+        }
+        s
+    }
+
+    /// Approximate bytes on disk of the keys in each `[start, end)` range.
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
+        let inner = &self.inner;
+        let sv = inner.super_version.load_full();
+        let mut out = Vec::with_capacity(ranges.len());
+        for (start, end) in ranges {
+            let (s, e) = (
+                key::make_internal_key(start, key::MAX_SEQUENCE, key::ValueKind::FOR_SEEK),
+                key::make_internal_key(end, key::MAX_SEQUENCE, key::ValueKind::FOR_SEEK),
+            );
+            let mut total = 0u64;
+            for level in 0..sv.version.num_levels() {
+                for f in sv.version.overlapping(level, Some(start), Some(end)) {
+                    let table = inner.tables.get(f.number)?;
+                    total += table
+                        .approximate_offset_of(&e)
+                        .saturating_sub(table.approximate_offset_of(&s));
+                }
+            }
+            out.push(total);
+        }
+        Ok(out)
+    }
+
+    /// Stops background work and closes the database. Writes made without `sync` are in the
+    /// WAL (handed to the OS); they are recovered at the next open.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _st = lock(&inner.state);
+            inner.bg_cv.notify_all();
+        }
+        for t in lock(&self.threads).drain(..) {
+            let _ = t.join();
+        }
+        let mut st = lock(&inner.state);
+        let mut result = Ok(());
+        if let Some(wal) = st.wal.as_mut() {
+            result = wal.sync();
+        }
+        // Record the counters so write amplification survives the restart.
+        if st.bg_error.is_none() {
+            let edit = crate::manifest::VersionEdit {
+                stats: inner.counters.persisted(),
+                ..Default::default()
+            };
+            let r = st.versions.log_and_apply(edit);
+            result = result.and(r);
+        }
+        result
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl DbInner {
+    fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Publishes a new super version from the state. REQUIRES: state locked.
+    fn install_super_version(&self, st: &DbState) {
+        self.super_version.store(Arc::new(SuperVersion {
+            mem: Arc::clone(&st.mem),
+            imms: st.imms.iter().rev().map(|i| Arc::clone(&i.mem)).collect(),
+            version: st.versions.current(),
+        }));
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix` (bytewise), if any.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

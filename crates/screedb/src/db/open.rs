@@ -1,0 +1,231 @@
+//! Opening a database: lock, recover the manifest, replay the WALs, start a new WAL.
+//!
+//! Replayed writes are flushed to level-0 tables before the database accepts writes, and a fresh
+//! WAL is started: a torn tail dropped from the newest old log is never appended to.
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::snapshot::SnapshotList;
+use super::stats::Counters;
+use super::write::insert;
+use super::{DbInner, DbState, SuperVersion};
+use crate::compaction::{self, job, leveled::Leveled};
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::manifest::{FileMeta, VersionEdit};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::table::{BlockCache, TableCache};
+use crate::version::VersionSet;
+use crate::version::obsolete::ObsoleteFiles;
+use crate::wal::{LogReader, LogWriter, RecoveryMode};
+use crate::write_batch::WriteBatch;
+
+pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(dir) {
+        if !options.create_if_missing {
+            return Err(Error::NotFound(dir.to_path_buf()));
+        }
+        fs.create_dir_all(dir)?;
+        fs.sync_dir(&crate::fs::parent_dir(dir))?;
+    }
+    let lock = fs.lock(&filename::lock_file(dir))?;
+    let exists = fs.exists(&filename::current_file(dir));
+    if exists && options.error_if_exists {
+        return Err(Error::AlreadyExists(dir.to_path_buf()));
+    }
+    if !exists && !options.create_if_missing {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+
+    let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
+    let mut table_options = options.table_options();
+    table_options.verify_checksums = true;
+    let block_cache = (options.block_cache_bytes > 0)
+        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(
+        Arc::clone(&fs),
+        dir.to_path_buf(),
+        table_options.clone(),
+        icmp.clone(),
+        options.max_open_tables,
+        block_cache.clone(),
+    ));
+    let obsolete = Arc::new(ObsoleteFiles::new(
+        Arc::clone(&fs),
+        dir.to_path_buf(),
+        Arc::clone(&tables),
+    ));
+    let mut versions = VersionSet::new(
+        Arc::clone(&fs),
+        dir.to_path_buf(),
+        icmp.clone(),
+        options.num_levels,
+        options.max_manifest_file_size,
+        obsolete,
+    );
+    let (log_number, prev_log) = if exists {
+        let r = versions.recover()?;
+        (r.log_number, r.prev_log_number)
+    } else {
+        (0, 0)
+    };
+
+    // What is on disk.
+    let names = fs.list(dir)?;
+    let mut logs = Vec::new();
+    let mut on_disk_tables = HashSet::new();
+    for name in &names {
+        match filename::parse(name) {
+            Some(FileKind::Log(n)) => {
+                versions.mark_file_number_used(n);
+                if n >= log_number || n == prev_log {
+                    logs.push(n);
+                }
+            }
+            Some(FileKind::Table(n)) => {
+                versions.mark_file_number_used(n);
+                on_disk_tables.insert(n);
+            }
+            Some(FileKind::Manifest(n) | FileKind::Temp(n)) => versions.mark_file_number_used(n),
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+    let current = versions.current();
+    for n in current.all_file_numbers() {
+        if !on_disk_tables.contains(&n) {
+            return Err(Error::corruption(
+                filename::table_file(dir, n),
+                0,
+                "table listed in the manifest is missing",
+            ));
+        }
+    }
+    drop(current);
+
+    // Replay the logs into memtables, flushing each full one to level 0.
+    let counters = Counters::default();
+    counters.restore(versions.persisted_stats());
+    let next_number = AtomicU64::new(0);
+    versions.mark_file_number_used(0);
+    next_number.store(versions.new_file_number(), Ordering::Relaxed);
+    let alloc = || next_number.fetch_add(1, Ordering::Relaxed);
+    let ctx = job::JobContext {
+        fs: fs.as_ref(),
+        dir,
+        icmp: &icmp,
+        table_options: &table_options,
+        tables: &tables,
+        snapshots: &[],
+        new_file_number: &alloc,
+    };
+    let mut mem = Arc::new(MemTable::new(icmp.clone()));
+    let mut new_files: Vec<FileMeta> = Vec::new();
+    let mut max_seq = versions.last_sequence();
+    for (i, &n) in logs.iter().enumerate() {
+        let path = filename::log_file(dir, n);
+        let mode = if i + 1 == logs.len() {
+            RecoveryMode::TolerateTornTail
+        } else {
+            RecoveryMode::Strict
+        };
+        let mut reader = LogReader::new(fs.open(&path)?, path.clone(), mode);
+        while let Some(record) = reader.read_record()? {
+            let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
+            insert(&mem, &batch);
+            if batch.count() > 0 {
+                max_seq = max_seq.max(batch.sequence() + u64::from(batch.count()) - 1);
+            }
+            if mem.approximate_memory_usage() > options.write_buffer_size {
+                new_files.extend(job::flush(&ctx, &mut mem.iter())?.0);
+                mem = Arc::new(MemTable::new(icmp.clone()));
+            }
+        }
+    }
+    if !mem.is_empty() {
+        new_files.extend(job::flush(&ctx, &mut mem.iter())?.0);
+    }
+    versions.mark_file_number_used(next_number.load(Ordering::Relaxed));
+
+    // A fresh WAL, then a fresh manifest that makes the replayed tables and the WAL current.
+    let wal_number = versions.new_file_number();
+    let wal = LogWriter::new(fs.create(&filename::log_file(dir, wal_number))?);
+    fs.sync_dir(dir)?;
+    versions.set_last_sequence(max_seq);
+    versions.write_new_manifest()?;
+    let mut edit = VersionEdit {
+        log_number: Some(wal_number),
+        prev_log_number: Some(0),
+        ..VersionEdit::default()
+    };
+    for f in &new_files {
+        counters
+            .flush_bytes_written
+            .fetch_add(f.file_size, Ordering::Relaxed);
+    }
+    edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
+    edit.stats = counters.persisted();
+    versions.log_and_apply(edit)?;
+
+    // Sweep: everything not referenced by the new state.
+    let live: HashSet<u64> = versions.current().all_file_numbers().collect();
+    for name in &names {
+        let remove = match filename::parse(name) {
+            Some(FileKind::Log(n)) => n < wal_number,
+            Some(FileKind::Table(n)) => !live.contains(&n),
+            Some(FileKind::Manifest(n)) => n != versions.manifest_number(),
+            Some(FileKind::Temp(_)) => true,
+            _ => false,
+        };
+        if remove {
+            let _ = fs.remove(&dir.join(name));
+        }
+    }
+
+    let mem = Arc::new(MemTable::new(icmp.clone()));
+    let super_version = ArcSwap::from_pointee(SuperVersion {
+        mem: Arc::clone(&mem),
+        imms: Vec::new(),
+        version: versions.current(),
+    });
+    let state = DbState {
+        versions,
+        mem,
+        imms: VecDeque::new(),
+        wal: Some(wal),
+        wal_number,
+        writers: VecDeque::new(),
+        bg_error: None,
+        compaction: compaction::State::default(),
+        flush_running: false,
+        jobs_running: 0,
+        manual_running: false,
+    };
+    Ok(DbInner {
+        dir: dir.to_path_buf(),
+        fs,
+        icmp,
+        table_options,
+        tables,
+        block_cache,
+        strategy: Box::new(Leveled),
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        super_version,
+        visible_sequence: AtomicU64::new(max_seq),
+        snapshots: Arc::new(SnapshotList::default()),
+        counters,
+        shutting_down: AtomicBool::new(false),
+        _lock: lock,
+        options,
+    })
+}

@@ -1,0 +1,96 @@
+//! Counters of the database, and their persistence in manifest edits.
+//!
+//! Byte counters are cumulative since the database was created: every flush and compaction edit
+//! records their current values (as `stat` fields of the edit), and open restores the last
+//! recorded values, so write amplification can be read after a reopen.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
+        /// Live counters (atomics, updated without the database mutex).
+        #[derive(Debug, Default)]
+        pub struct Counters { $( $(#[$doc])* pub $name: AtomicU64, )* }
+
+        /// A copy of the counters at one moment.
+        #[derive(Debug, Clone, Default, PartialEq, Eq)]
+        pub struct Stats {
+            $( $(#[$doc])* pub $name: u64, )*
+            /// Tables per level.
+            pub files_per_level: Vec<usize>,
+            /// Bytes per level.
+            pub bytes_per_level: Vec<u64>,
+            /// Block cache hits.
+            pub block_cache_hits: u64,
+            /// Block cache misses.
+            pub block_cache_misses: u64,
+        }
+
+        impl Counters {
+            /// Copies the counters (level and cache fields are left empty).
+            pub fn snapshot(&self) -> Stats {
+                Stats { $( $name: self.$name.load(Ordering::Relaxed), )* ..Stats::default() }
+            }
+
+            /// The persisted counters as `(name, value)` pairs.
+            pub fn persisted(&self) -> Vec<(String, u64)> {
+                vec![ $( (stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)), )* ]
+            }
+
+            /// Restores counters recorded in the manifest (unknown names are ignored).
+            pub fn restore(&self, saved: &BTreeMap<String, u64>) {
+                $( if let Some(v) = saved.get(stringify!($name)) { self.$name.store(*v, Ordering::Relaxed); } )*
+            }
+        }
+    };
+}
+
+counters! {
+    /// Bytes of keys and values given to put/delete/write by users.
+    user_bytes_written,
+    /// Bytes appended to write-ahead logs.
+    wal_bytes_written,
+    /// Bytes of level-0 tables written by flushes.
+    flush_bytes_written,
+    /// Bytes of tables written by compactions.
+    compaction_bytes_written,
+    /// Bytes of tables read by compactions.
+    compaction_bytes_read,
+    /// Flushes completed.
+    flushes,
+    /// Compactions (merges) completed.
+    compactions,
+    /// Tables moved to another level without rewriting.
+    trivial_moves,
+    /// Writes delayed by the slowdown stage.
+    stall_slowdowns,
+    /// Times writers stopped until background work caught up.
+    stall_stops,
+    /// Microseconds writers spent delayed or stopped.
+    stall_micros,
+    /// WAL syncs.
+    wal_syncs,
+    /// Write groups committed (one WAL append each).
+    write_groups,
+}
+
+impl Counters {
+    /// Adds `n` to a counter.
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+impl Stats {
+    /// Bytes written to disk (WAL + flush + compaction) per user byte written.
+    pub fn write_amplification(&self) -> f64 {
+        let disk =
+            self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written;
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            disk as f64 / self.user_bytes_written as f64
+        }
+    }
+}

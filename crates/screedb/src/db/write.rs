@@ -1,0 +1,254 @@
+//! The write path: group commit through the WAL, then the memtable.
+//!
+//! Writers queue up under the database mutex. The writer at the front is the leader: it makes room
+//! (switching memtables, stalling when background work is behind), merges the batches of the
+//! writers behind it into one group, and — outside the mutex — appends the group to the WAL as one
+//! record (fsyncing once if any writer asked for sync), then inserts it into the memtable. Back
+//! under the mutex it publishes the new sequence number and wakes the group. A failed WAL append or
+//! sync is sticky: the database refuses every later write.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{DbInner, DbState, Immutable, stats::Counters};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::key::ValueKind;
+use crate::memtable::MemTable;
+use crate::sync::{lock, wait, wait_timeout};
+use crate::wal::LogWriter;
+use crate::write_batch::{BatchOp, WriteBatch};
+use std::sync::MutexGuard;
+
+/// Largest group the leader builds (bytes of batch encoding).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// A writer waiting in the queue.
+pub(super) struct Writer {
+    batch: Mutex<Option<WriteBatch>>,
+    sync: bool,
+    done: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
+    inner.check_open()?;
+    let writer = Arc::new(Writer {
+        batch: Mutex::new(Some(batch)),
+        sync,
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut st = lock(&inner.state);
+    st.writers.push_back(Arc::clone(&writer));
+    loop {
+        if let Some(result) = lock(&writer.done).take() {
+            return result;
+        }
+        if st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+            break;
+        }
+        st = wait(&writer.cv, st);
+    }
+
+    // Leader.
+    let (st, group_size, result) = lead(inner, st);
+    let mut st = st;
+    // Wake the group (the leader is the first of it) and the next leader.
+    for _ in 0..group_size.max(1) {
+        if let Some(w) = st.writers.pop_front()
+            && !Arc::ptr_eq(&w, &writer)
+        {
+            *lock(&w.done) = Some(result.clone());
+            w.cv.notify_one();
+        }
+    }
+    if let Some(next) = st.writers.front() {
+        next.cv.notify_one();
+    }
+    result
+}
+
+/// Commits the group led by the front writer. Returns the re-locked state, the number of writers
+/// in the group and the group's result.
+fn lead<'a>(
+    inner: &'a DbInner,
+    st: MutexGuard<'a, DbState>,
+) -> (MutexGuard<'a, DbState>, usize, Result<()>) {
+    let (room, mut st) = make_room_for_write(inner, st, false);
+    if let Err(e) = room {
+        return (st, 1, Err(e));
+    }
+    let (mut group, group_size, sync_any) = build_group(&st);
+    let first_seq = st.versions.last_sequence() + 1;
+    group.set_sequence(first_seq);
+    let last_seq = first_seq + u64::from(group.count()).saturating_sub(1);
+    let Some(mut wal) = st.wal.take() else {
+        return (st, group_size, Err(Error::Closed));
+    };
+    let mem = Arc::clone(&st.mem);
+    drop(st);
+
+    let written = append(inner, &mut wal, &group, sync_any);
+    if written.is_ok() {
+        insert(&mem, &group);
+    }
+
+    let mut st = lock(&inner.state);
+    st.wal = Some(wal);
+    let result = match written {
+        Ok(()) => {
+            if group.count() > 0 {
+                st.versions.set_last_sequence(last_seq);
+                inner.visible_sequence.store(last_seq, Ordering::Release);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            st.bg_error.get_or_insert_with(|| e.clone());
+            Err(e)
+        }
+    };
+    (st, group_size, result)
+}
+
+/// Merges the batches of the writers at the front of the queue (the leader first) into one.
+/// A sync writer is not added behind non-sync ones it would slow down... it is: sync is
+/// contagious within a group, which is what the caller asked for anyway.
+fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
+    let mut group = WriteBatch::new();
+    let mut count = 0;
+    let mut sync_any = false;
+    for w in &st.writers {
+        let slot = lock(&w.batch);
+        let Some(batch) = slot.as_ref() else { break };
+        if count > 0 && group.approximate_size() + batch.approximate_size() > MAX_GROUP_BYTES {
+            break;
+        }
+        group.append(batch);
+        sync_any |= w.sync;
+        count += 1;
+    }
+    (group, count, sync_any)
+}
+
+fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) -> Result<()> {
+    let before = wal.size();
+    wal.add_record(group.data())?;
+    if sync {
+        wal.sync()?;
+        Counters::add(&inner.counters.wal_syncs, 1);
+    } else {
+        wal.flush()?;
+    }
+    Counters::add(&inner.counters.wal_bytes_written, wal.size() - before);
+    Counters::add(&inner.counters.write_groups, 1);
+    let user_bytes: usize = group
+        .iter()
+        .map(|op| match op {
+            Ok(BatchOp::Put { key, value }) => key.len() + value.len(),
+            Ok(BatchOp::Delete { key }) => key.len(),
+            Err(_) => 0,
+        })
+        .sum();
+    Counters::add(&inner.counters.user_bytes_written, user_bytes as u64);
+    Ok(())
+}
+
+/// Inserts a committed batch into a memtable.
+pub(super) fn insert(mem: &MemTable, batch: &WriteBatch) {
+    for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+        match op {
+            Ok(BatchOp::Put { key, value }) => mem.add(seq, ValueKind::Value, key, value),
+            Ok(BatchOp::Delete { key }) => mem.add(seq, ValueKind::Deletion, key, b""),
+            Err(_) => break, // validated before it was queued
+        }
+    }
+}
+
+/// Waits until the memtable has room (switching to a new one when full) and applies the stall
+/// policy. With `force`, switches even if the memtable is not full (used by flush).
+/// The guard is released while waiting and handed back.
+pub(super) fn make_room_for_write<'a>(
+    inner: &'a DbInner,
+    mut st: MutexGuard<'a, DbState>,
+    mut force: bool,
+) -> (Result<()>, MutexGuard<'a, DbState>) {
+    let opts = &inner.options;
+    let mut delayed = false;
+    loop {
+        if let Some(e) = &st.bg_error {
+            let e = Error::ReadOnly(Arc::new(e.clone()));
+            return (Err(e), st);
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return (Err(Error::Closed), st);
+        }
+        let l0 = st.versions.current().files(0).len();
+        if !delayed && !force && l0 >= opts.l0_slowdown_trigger {
+            // Slowdown stage: delay this write group by 1 ms, once, letting compaction catch up
+            // gradually instead of stopping writers dead at the stop trigger.
+            let start = Instant::now();
+            st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(1)).0;
+            delayed = true;
+            Counters::add(&inner.counters.stall_slowdowns, 1);
+            Counters::add(
+                &inner.counters.stall_micros,
+                start.elapsed().as_micros() as u64,
+            );
+            continue;
+        }
+        let empty = st.mem.is_empty();
+        if (!force && st.mem.approximate_memory_usage() <= opts.write_buffer_size)
+            || (force && empty)
+        {
+            return (Ok(()), st);
+        }
+        if st.imms.len() + 1 >= opts.max_write_buffers || l0 >= opts.l0_stop_trigger {
+            let start = Instant::now();
+            Counters::add(&inner.counters.stall_stops, 1);
+            inner.bg_cv.notify_all();
+            st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(100)).0;
+            Counters::add(
+                &inner.counters.stall_micros,
+                start.elapsed().as_micros() as u64,
+            );
+            continue;
+        }
+        if let Err(e) = switch_memtable(inner, &mut st) {
+            return (Err(e), st);
+        }
+        force = false;
+    }
+}
+
+/// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
+fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
+    let number = st.versions.new_file_number();
+    let file = match inner.fs.create(&filename::log_file(&inner.dir, number)) {
+        Ok(f) => f,
+        Err(e) => {
+            st.bg_error.get_or_insert_with(|| e.clone());
+            return Err(e);
+        }
+    };
+    // Synced writes to the new log must not vanish with an unsynced directory entry.
+    if let Err(e) = inner.fs.sync_dir(&inner.dir) {
+        st.bg_error.get_or_insert_with(|| e.clone());
+        return Err(e);
+    }
+    if let Some(mut old) = st.wal.replace(LogWriter::new(file)) {
+        // The old log's bytes reach the OS; durability of unsynced writes is as before.
+        old.flush()?;
+    }
+    let old_number = std::mem::replace(&mut st.wal_number, number);
+    let old_mem = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+    st.imms.push_back(Immutable {
+        mem: old_mem,
+        log_number: old_number,
+    });
+    inner.install_super_version(st);
+    inner.bg_cv.notify_all();
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! Options of a database, of reads and of writes.
+//!
+//! Each option lists its default and the RocksDB option it corresponds to. Options that change
+//! behaviour come first, those that only change performance after.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::comparator::{Comparator, default_comparator};
+use crate::error::{Error, Result};
+use crate::fs::{Fs, OsFs};
+use crate::key::SequenceNumber;
+use crate::table::{CompressionType, TableOptions};
+
+/// Options given to [`crate::Db::open`].
+#[derive(Clone)]
+pub struct Options {
+    // ---- behaviour ----
+    /// Create the database if it does not exist. Default: false. RocksDB: `create_if_missing`.
+    pub create_if_missing: bool,
+    /// Fail if the database already exists. Default: false. RocksDB: `error_if_exists`.
+    pub error_if_exists: bool,
+    /// Verify table checksums on every read done by compaction and refuse to open when any
+    /// table referenced by the manifest is missing. Default: true. RocksDB: `paranoid_checks`.
+    pub paranoid_checks: bool,
+    /// Order of user keys; its name is persisted. Default: bytewise.
+    /// RocksDB: `comparator`.
+    pub comparator: Arc<dyn Comparator>,
+    /// The file system. Default: [`OsFs`]. RocksDB: `env`.
+    pub fs: Arc<dyn Fs>,
+
+    // ---- performance ----
+    /// Bytes of writes collected in a memtable before it is flushed to a level-0 table.
+    /// Default: 64 MiB. RocksDB: `write_buffer_size`.
+    pub write_buffer_size: usize,
+    /// Memtables kept in memory at most (the mutable one plus immutables awaiting flush); writes
+    /// stop while all are full. Default: 2. RocksDB: `max_write_buffer_number`.
+    pub max_write_buffers: usize,
+    /// Uncompressed bytes per data block. Default: 4 KiB. RocksDB: `block_size`.
+    pub block_size: usize,
+    /// Keys between restart points in a data block. Default: 16.
+    /// RocksDB: `block_restart_interval`.
+    pub block_restart_interval: usize,
+    /// Bytes of uncompressed blocks cached in memory (0 disables the cache). Default: 32 MiB.
+    /// RocksDB: `block_cache` (an LRU cache of that capacity).
+    pub block_cache_bytes: usize,
+    /// Table readers kept open. Default: 1000. RocksDB: `max_open_files`.
+    pub max_open_tables: usize,
+    /// Bloom filter bits per key (0 disables filters). Default: 10.
+    /// RocksDB: `filter_policy = NewBloomFilterPolicy(10)`.
+    pub bloom_bits_per_key: u32,
+    /// Block compression. Default: lz4. RocksDB: `compression`.
+    pub compression: CompressionType,
+    /// Number of level-0 tables that triggers a level-0 compaction. Default: 4.
+    /// RocksDB: `level0_file_num_compaction_trigger`.
+    pub l0_compaction_trigger: usize,
+    /// Number of level-0 tables at which writes are delayed. Default: 20.
+    /// RocksDB: `level0_slowdown_writes_trigger`.
+    pub l0_slowdown_trigger: usize,
+    /// Number of level-0 tables at which writes stop until compaction catches up. Default: 36.
+    /// RocksDB: `level0_stop_writes_trigger`.
+    pub l0_stop_trigger: usize,
+    /// Target size of level 1; level `n` targets `base * multiplier^(n-1)`. Default: 256 MiB.
+    /// RocksDB: `max_bytes_for_level_base`.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels. Default: 10.
+    /// RocksDB: `max_bytes_for_level_multiplier`.
+    pub level_size_multiplier: u64,
+    /// Number of levels. Default: 7. RocksDB: `num_levels`.
+    pub num_levels: usize,
+    /// Size at which compaction cuts its output tables. Default: 64 MiB.
+    /// RocksDB: `target_file_size_base`.
+    pub target_file_size: u64,
+    /// Background threads for flushes and compactions. Default: 2.
+    /// RocksDB: `max_background_jobs`.
+    pub max_background_jobs: usize,
+    /// Bytes of pending compaction at which writes are delayed. Default: 64 GiB.
+    /// RocksDB: `soft_pending_compaction_bytes_limit`.
+    pub soft_pending_compaction_bytes: u64,
+    /// Bytes of pending compaction at which writes stop. Default: 256 GiB.
+    /// RocksDB: `hard_pending_compaction_bytes_limit`.
+    pub hard_pending_compaction_bytes: u64,
+    /// A MANIFEST larger than this is rewritten as a snapshot into a new file. Default: 64 MiB.
+    /// RocksDB: `max_manifest_file_size`.
+    pub max_manifest_file_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            paranoid_checks: true,
+            comparator: default_comparator(),
+            fs: Arc::new(OsFs),
+            write_buffer_size: 64 << 20,
+            max_write_buffers: 2,
+            block_size: 4 << 10,
+            block_restart_interval: 16,
+            block_cache_bytes: 32 << 20,
+            max_open_tables: 1000,
+            bloom_bits_per_key: 10,
+            compression: CompressionType::Lz4,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 20,
+            l0_stop_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            num_levels: 7,
+            target_file_size: 64 << 20,
+            max_background_jobs: 2,
+            soft_pending_compaction_bytes: 64 << 30,
+            hard_pending_compaction_bytes: 256 << 30,
+            max_manifest_file_size: 64 << 20,
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("paranoid_checks", &self.paranoid_checks)
+            .field("comparator", &self.comparator.name())
+            .field("fs", &self.fs)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffers", &self.max_write_buffers)
+            .field("block_size", &self.block_size)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field(
+                "l0_triggers",
+                &(
+                    self.l0_compaction_trigger,
+                    self.l0_slowdown_trigger,
+                    self.l0_stop_trigger,
+                ),
+            )
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field("level_size_multiplier", &self.level_size_multiplier)
+            .field("num_levels", &self.num_levels)
+            .field("target_file_size", &self.target_file_size)
+            .field("max_background_jobs", &self.max_background_jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Sets `create_if_missing`.
+    #[must_use]
+    pub fn create_if_missing(mut self, yes: bool) -> Self {
+        self.create_if_missing = yes;
+        self
+    }
+
+    /// Sets the file system.
+    #[must_use]
+    pub fn with_fs(mut self, fs: Arc<dyn Fs>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Checks that every option is in range; the error names the option.
+    pub fn validate(&self) -> Result<()> {
+        let check = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("option {what}")))
+            }
+        };
+        check(
+            self.write_buffer_size >= 4 << 10,
+            "write_buffer_size must be at least 4 KiB",
+        )?;
+        check(
+            self.max_write_buffers >= 2,
+            "max_write_buffers must be at least 2",
+        )?;
+        check(
+            (256..=(64 << 20)).contains(&self.block_size),
+            "block_size must be between 256 bytes and 64 MiB",
+        )?;
+        check(
+            self.block_restart_interval >= 1,
+            "block_restart_interval must be at least 1",
+        )?;
+        check(
+            self.max_open_tables >= 16,
+            "max_open_tables must be at least 16",
+        )?;
+        check(
+            self.bloom_bits_per_key <= 64,
+            "bloom_bits_per_key must be at most 64",
+        )?;
+        check(
+            self.l0_compaction_trigger >= 1,
+            "l0_compaction_trigger must be at least 1",
+        )?;
+        check(
+            self.l0_slowdown_trigger >= self.l0_compaction_trigger,
+            "l0_slowdown_trigger must be >= l0_compaction_trigger",
+        )?;
+        check(
+            self.l0_stop_trigger >= self.l0_slowdown_trigger,
+            "l0_stop_trigger must be >= l0_slowdown_trigger",
+        )?;
+        check(
+            self.max_bytes_for_level_base >= 1 << 10,
+            "max_bytes_for_level_base must be >= 1 KiB",
+        )?;
+        check(
+            self.level_size_multiplier >= 2,
+            "level_size_multiplier must be at least 2",
+        )?;
+        check(
+            (2..=64).contains(&self.num_levels),
+            "num_levels must be between 2 and 64",
+        )?;
+        check(
+            self.target_file_size >= 1 << 10,
+            "target_file_size must be at least 1 KiB",
+        )?;
+        check(
+            (1..=64).contains(&self.max_background_jobs),
+            "max_background_jobs must be between 1 and 64",
+        )?;
+        check(
+            self.hard_pending_compaction_bytes >= self.soft_pending_compaction_bytes,
+            "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes",
+        )?;
+        Ok(())
+    }
+
+    /// The table format options these options imply.
+    pub fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+            verify_checksums: true,
+        }
+    }
+
+    /// Target size in bytes of level `level` (>= 1).
+    pub fn level_target_bytes(&self, level: usize) -> u64 {
+        let mut target = self.max_bytes_for_level_base;
+        for _ in 1..level {
+            target = target.saturating_mul(self.level_size_multiplier);
+        }
+        target
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Wait until the write is durable (WAL fsync) before returning. Default: false.
+    /// RocksDB: `WriteOptions::sync`.
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// Options with `sync = true`.
+    pub fn synced() -> Self {
+        WriteOptions { sync: true }
+    }
+}
+
+/// Options of one read or iterator.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Verify block checksums of what is read. Default: true.
+    /// RocksDB: `ReadOptions::verify_checksums`.
+    pub verify_checksums: bool,
+    /// Read as of this snapshot's sequence (see [`crate::Snapshot::sequence`]); `None` reads the
+    /// latest state. RocksDB: `ReadOptions::snapshot`.
+    pub snapshot: Option<SequenceNumber>,
+    /// Put blocks read by this operation into the block cache. Default: true.
+    /// RocksDB: `ReadOptions::fill_cache`.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            snapshot: None,
+            fill_cache: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        Options::default().validate().unwrap();
+        let o = Options {
+            l0_stop_trigger: 1,
+            ..Options::default()
+        };
+        let err = o.validate().unwrap_err().to_string();
+        assert!(err.contains("l0_stop_trigger"), "{err}");
+        let o = Options {
+            num_levels: 1,
+            ..Options::default()
+        };
+        assert!(o.validate().unwrap_err().to_string().contains("num_levels"));
+    }
+
+    #[test]
+    fn level_targets_grow_by_the_multiplier() {
+        let o = Options::default();
+        assert_eq!(o.level_target_bytes(1), 256 << 20);
+        assert_eq!(o.level_target_bytes(3), (256u64 << 20) * 100);
+    }
+}

@@ -1,0 +1,97 @@
+//! Applying version edits to a version.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use super::Version;
+use crate::manifest::{FileMeta, VersionEdit};
+
+/// Accumulates edits on top of a base version and produces the next version.
+#[derive(Debug)]
+pub struct VersionBuilder<'a> {
+    base: &'a Version,
+    deleted: Vec<HashSet<u64>>,
+    added: Vec<Vec<Arc<FileMeta>>>,
+    guards: Vec<BTreeSet<Vec<u8>>>,
+}
+
+impl<'a> VersionBuilder<'a> {
+    /// Starts from `base`.
+    pub fn new(base: &'a Version) -> Self {
+        let n = base.num_levels();
+        VersionBuilder {
+            base,
+            deleted: vec![HashSet::new(); n],
+            added: vec![Vec::new(); n],
+            guards: (0..n)
+                .map(|l| base.guards(l).iter().cloned().collect())
+                .collect(),
+        }
+    }
+
+    /// Applies one edit. Levels beyond the version's are an error (named in the message).
+    pub fn apply(&mut self, edit: &VersionEdit) -> std::result::Result<(), String> {
+        let n = self.base.num_levels();
+        let check = |level: u32| {
+            if (level as usize) < n {
+                Ok(level as usize)
+            } else {
+                Err(format!(
+                    "edit names level {level} but the database has {n} levels"
+                ))
+            }
+        };
+        for &(level, number) in &edit.deleted_files {
+            let level = check(level)?;
+            self.deleted[level].insert(number);
+            self.added[level].retain(|f| f.number != number);
+        }
+        for (level, meta) in &edit.new_files {
+            let level = check(*level)?;
+            self.deleted[level].remove(&meta.number);
+            self.added[level].push(Arc::new(meta.clone()));
+        }
+        for (level, key) in &edit.removed_guards {
+            self.guards[check(*level)?].remove(key);
+        }
+        for (level, key) in &edit.added_guards {
+            self.guards[check(*level)?].insert(key.clone());
+        }
+        Ok(())
+    }
+
+    /// The resulting version. Tables carried over share their `Arc` with the base version.
+    pub fn build(self) -> Version {
+        let icmp = self.base.icmp.clone();
+        let mut levels = Vec::with_capacity(self.added.len());
+        for (level, added) in self.added.into_iter().enumerate() {
+            let mut files: Vec<Arc<FileMeta>> = self
+                .base
+                .files(level)
+                .iter()
+                .filter(|f| !self.deleted[level].contains(&f.number))
+                .cloned()
+                .chain(added)
+                .collect();
+            if level == 0 {
+                files.sort_by_key(|f| std::cmp::Reverse(f.number));
+            } else {
+                files.sort_by(|a, b| {
+                    icmp.compare(&a.smallest, &b.smallest)
+                        .then(a.number.cmp(&b.number))
+                });
+            }
+            levels.push(files);
+        }
+        Version {
+            icmp,
+            levels,
+            guards: self
+                .guards
+                .into_iter()
+                .map(|g| g.into_iter().collect())
+                .collect(),
+            obsolete: Arc::clone(&self.base.obsolete),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Deleting tables as soon as nothing references them.
+//!
+//! When an edit removes a table from the current version, its number is marked obsolete here.
+//! Every [`super::Version`] holds its tables as `Arc<FileMeta>`; when the last holder drops
+//! (the last version or iterator that could read the table), [`ObsoleteFiles::release`] runs and
+//! the file is deleted if it was marked. A table that is dropped without being marked (the database
+//! closing, a table moved to another level under the same number) is kept.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::filename;
+use crate::fs::Fs;
+use crate::sync::lock;
+use crate::table::TableCache;
+
+/// Tables removed from the current version, waiting for their last reader.
+pub struct ObsoleteFiles {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    tables: Arc<TableCache>,
+    marked: Mutex<HashSet<u64>>,
+    deleted: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl std::fmt::Debug for ObsoleteFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObsoleteFiles")
+            .field("marked", &lock(&self.marked).len())
+            .finish()
+    }
+}
+
+impl ObsoleteFiles {
+    /// Tracks obsolete tables of the database in `dir`.
+    pub fn new(fs: Arc<dyn Fs>, dir: PathBuf, tables: Arc<TableCache>) -> Self {
+        ObsoleteFiles {
+            fs,
+            dir,
+            tables,
+            marked: Mutex::new(HashSet::new()),
+            deleted: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        }
+    }
+
+    /// Marks `number` for deletion once no version holds it.
+    /// REQUIRES: called before the version that dropped the table is installed.
+    pub fn mark(&self, number: u64) {
+        lock(&self.marked).insert(number);
+    }
+
+    /// Called when the last reference to table `number` is dropped.
+    pub fn release(&self, number: u64) {
+        if !lock(&self.marked).remove(&number) {
+            return;
+        }
+        self.tables.evict(number);
+        match self.fs.remove(&filename::table_file(&self.dir, number)) {
+            Ok(()) => self.deleted.fetch_add(1, Ordering::Relaxed),
+            // The file will be found and removed by the sweep at the next open.
+            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Tables deleted so far, and deletions that failed.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.deleted.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The table cache (shared with the database).
+    pub fn table_cache(&self) -> &Arc<TableCache> {
+        &self.tables
+    }
+}
