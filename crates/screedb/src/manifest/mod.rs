@@ -4,7 +4,7 @@
 //! encoded [`VersionEdit`]s. Replaying every edit in order rebuilds the current set of tables per
 //! level, the FLSM guards, the file-number and sequence counters and persisted statistics.
 //!
-//! The record encoding is described in `edit.rs` and `docs/format-manifest.md`. Its tag numbers
+//! The record encoding is described in `edit.rs` and `docs/format.md`. Its tag numbers
 //! are written to disk and frozen.
 
 mod edit;

@@ -11,7 +11,7 @@
 //!
 //! Every block is written in the entry format of [`BlockBuilder`] and followed by the trailer of
 //! `format.rs` (compression type + masked CRC32C). The full byte tables are in
-//! `docs/format-table.md`.
+//! `docs/format.md`.
 
 mod block;
 mod block_builder;

@@ -4,7 +4,7 @@
 //! a 7-byte header (masked CRC32C u32 LE | length u16 LE | type u8); a fragment never spans a
 //! block, and fewer than 7 bytes left in a block are zero-filled. [`format`] holds the byte
 //! layout, [`LogWriter`] appends records and [`LogReader`] reads them back, either strictly or
-//! tolerating a torn tail left by a crash (see [`RecoveryMode`] and `docs/format-wal.md`).
+//! tolerating a torn tail left by a crash (see [`RecoveryMode`] and `docs/format.md`).
 
 mod format;
 mod reader;
