@@ -61,3 +61,47 @@ fn put_get_delete_survive_flush_compaction_and_reopen() {
     assert_eq!(it.key(), format!("key{:06}", n - 3).as_bytes());
     assert!(db.stats().write_amplification() > 0.0);
 }
+
+#[test]
+fn db_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Db>();
+    assert_send_sync::<screedb::Snapshot>();
+    fn assert_send<T: Send>() {}
+    assert_send::<screedb::DbIterator>();
+}
+
+#[test]
+fn manifest_rolls_over_and_old_files_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        max_manifest_file_size: 2 << 10,
+        ..small_options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    for round in 0..30u32 {
+        for i in 0..200u32 {
+            db.put(format!("key{i:04}"), format!("round{round}"))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_idle().unwrap();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let manifests = names.iter().filter(|n| n.starts_with("MANIFEST-")).count();
+    assert_eq!(manifests, 1, "{names:?}");
+    let logs = names.iter().filter(|n| n.ends_with(".log")).count();
+    assert_eq!(logs, 1, "flushed logs must be deleted: {names:?}");
+    let live_tables: usize = db.stats().files_per_level.iter().sum();
+    let tables = names.iter().filter(|n| n.ends_with(".sst")).count();
+    assert_eq!(
+        tables, live_tables,
+        "compacted tables must be deleted: {names:?}"
+    );
+    db.close().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    assert_eq!(db.get("key0199").unwrap(), Some(b"round29".to_vec()));
+}

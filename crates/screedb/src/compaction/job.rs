@@ -9,7 +9,6 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::MergeSpec;
 use crate::comparator::InternalKeyComparator;
@@ -228,7 +227,7 @@ pub fn merge(
 }
 
 /// The edit for a metadata-only move of `file` from `from_level` to `to_level`.
-pub fn move_edit(file: &Arc<FileMeta>, from_level: usize, to_level: usize) -> VersionEdit {
+pub fn move_edit(file: &FileMeta, from_level: usize, to_level: usize) -> VersionEdit {
     let mut edit = VersionEdit::default();
     edit.deleted_files.push((from_level as u32, file.number));
     edit.new_files

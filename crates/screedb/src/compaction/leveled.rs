@@ -9,9 +9,8 @@
 use std::sync::Arc;
 
 use super::{Choice, CompactionStrategy, MergeSpec, State, key_range, range_is_busy};
-use crate::manifest::FileMeta;
 use crate::options::Options;
-use crate::version::Version;
+use crate::version::{FileRef, Version};
 
 /// The leveled strategy.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,7 +35,7 @@ impl Leveled {
     }
 
     fn level0(version: &Version, options: &Options, state: &State) -> Option<Choice> {
-        let inputs: Vec<Arc<FileMeta>> = version.files(0).to_vec();
+        let inputs: Vec<FileRef> = version.files(0).to_vec();
         if inputs.is_empty() || inputs.iter().any(|f| state.busy_files.contains(&f.number)) {
             return None;
         }
@@ -74,7 +73,7 @@ impl Leveled {
         options: &Options,
         state: &State,
         level: usize,
-        inputs: Vec<Arc<FileMeta>>,
+        inputs: Vec<FileRef>,
     ) -> Option<Choice> {
         let (smallest, largest) = key_range(version, &inputs)?;
         if range_is_busy(version, state, level, &smallest, &largest) {
@@ -125,5 +124,149 @@ impl CompactionStrategy for Leveled {
             }
         }
         Choice::DoNothing
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::comparator::{InternalKeyComparator, default_comparator};
+    use crate::fs::MemFs;
+    use crate::key::{ValueKind, make_internal_key};
+    use crate::manifest::FileMeta;
+    use crate::manifest::VersionEdit;
+    use crate::table::{TableCache, TableOptions};
+    use crate::version::VersionBuilder;
+    use crate::version::obsolete::ObsoleteFiles;
+
+    fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
+        FileMeta {
+            number,
+            file_size: size,
+            smallest: make_internal_key(smallest.as_bytes(), 1, ValueKind::Value),
+            largest: make_internal_key(largest.as_bytes(), 1, ValueKind::Value),
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    /// A version with `files` as `(level, meta)`.
+    fn version(files: Vec<(u32, FileMeta)>) -> Version {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let fs = Arc::new(MemFs::new());
+        let tables = Arc::new(TableCache::new(
+            fs.clone(),
+            PathBuf::from("/db"),
+            TableOptions::default(),
+            icmp.clone(),
+            16,
+            None,
+        ));
+        let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
+        let base = Version::empty(icmp, 4, obsolete);
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&VersionEdit {
+            new_files: files,
+            ..VersionEdit::default()
+        })
+        .unwrap();
+        b.build()
+    }
+
+    fn options() -> Options {
+        Options {
+            l0_compaction_trigger: 2,
+            max_bytes_for_level_base: 1000,
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn nothing_to_do_below_every_trigger() {
+        let v = version(vec![
+            (0, file(1, "a", "z", 10)),
+            (1, file(2, "a", "m", 100)),
+        ]);
+        assert!(matches!(
+            Leveled.choose(&v, &options(), &State::default()),
+            Choice::DoNothing
+        ));
+    }
+
+    #[test]
+    fn level0_merges_all_its_tables_with_overlapping_level1() {
+        let v = version(vec![
+            (0, file(1, "c", "f", 10)),
+            (0, file(2, "e", "h", 10)),
+            (1, file(3, "a", "b", 10)),
+            (1, file(4, "d", "g", 10)),
+            (1, file(5, "x", "z", 10)),
+        ]);
+        let Choice::Merge(spec) = Leveled.choose(&v, &options(), &State::default()) else {
+            panic!("expected a merge")
+        };
+        assert_eq!(spec.output_level, 1);
+        let numbers: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
+        assert_eq!(numbers, vec![2, 1, 4]);
+    }
+
+    #[test]
+    fn a_table_overlapping_nothing_below_moves_by_metadata() {
+        let v = version(vec![
+            (1, file(1, "a", "c", 2000)),
+            (2, file(2, "x", "z", 10)),
+        ]);
+        match Leveled.choose(&v, &options(), &State::default()) {
+            Choice::Move {
+                from_level: 1,
+                to_level: 2,
+                file,
+            } => assert_eq!(file.number, 1),
+            other => panic!("expected a move, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn busy_tables_and_ranges_are_left_alone() {
+        let v = version(vec![(0, file(1, "a", "c", 10)), (0, file(2, "b", "d", 10))]);
+        let mut state = State::default();
+        state.busy_files.insert(2);
+        assert!(matches!(
+            Leveled.choose(&v, &options(), &state),
+            Choice::DoNothing
+        ));
+        let mut state = State::default();
+        state.busy_ranges.push((1, b"c".to_vec(), b"q".to_vec()));
+        assert!(matches!(
+            Leveled.choose(&v, &options(), &state),
+            Choice::DoNothing
+        ));
+        state.busy_ranges[0] = (1, b"e".to_vec(), b"q".to_vec());
+        assert!(matches!(
+            Leveled.choose(&v, &options(), &state),
+            Choice::Merge(_)
+        ));
+    }
+
+    #[test]
+    fn round_robin_starts_after_the_compact_pointer() {
+        let v = version(vec![
+            (1, file(1, "a", "b", 600)),
+            (1, file(2, "c", "d", 600)),
+            (2, file(3, "a", "b", 10)),
+            (2, file(4, "c", "d", 10)),
+        ]);
+        let state = State {
+            compact_pointers: vec![None, Some(b"b".to_vec())],
+            ..State::default()
+        };
+        let Choice::Merge(spec) = Leveled.choose(&v, &options(), &state) else {
+            panic!("merge")
+        };
+        assert_eq!(spec.inputs[0].1[0].number, 2);
     }
 }

@@ -8,11 +8,9 @@ pub mod job;
 pub mod leveled;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use crate::manifest::FileMeta;
 use crate::options::Options;
-use crate::version::Version;
+use crate::version::{FileRef, Version};
 
 /// Work already in flight, which a new choice must not touch.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +28,7 @@ pub struct State {
 #[derive(Debug, Clone)]
 pub struct MergeSpec {
     /// Input tables by level (the start level first).
-    pub inputs: Vec<(usize, Vec<Arc<FileMeta>>)>,
+    pub inputs: Vec<(usize, Vec<FileRef>)>,
     /// Level the outputs go to.
     pub output_level: usize,
     /// Size at which outputs are cut.
@@ -39,7 +37,7 @@ pub struct MergeSpec {
 
 impl MergeSpec {
     /// Every input table.
-    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+    pub fn all_inputs(&self) -> impl Iterator<Item = &FileRef> {
         self.inputs.iter().flat_map(|(_, files)| files.iter())
     }
 }
@@ -54,7 +52,7 @@ pub enum Choice {
         /// Level the table is in.
         from_level: usize,
         /// The table.
-        file: Arc<FileMeta>,
+        file: FileRef,
         /// Level it moves to.
         to_level: usize,
     },
@@ -73,7 +71,7 @@ pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
 /// The user-key range `[smallest, largest]` covered by `files`.
 pub fn key_range<'a>(
     version: &Version,
-    files: impl IntoIterator<Item = &'a Arc<FileMeta>>,
+    files: impl IntoIterator<Item = &'a FileRef>,
 ) -> Option<(Vec<u8>, Vec<u8>)> {
     let ucmp = version.icmp().user();
     let mut range: Option<(&[u8], &[u8])> = None;

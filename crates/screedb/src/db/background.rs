@@ -32,7 +32,11 @@ pub(super) fn run(inner: &DbInner) {
                 st = flush_oldest(inner, st);
                 continue;
             }
-            if !st.manual_running {
+            // With several threads, one is always left free for flushes: a flush that waits
+            // behind long compactions stalls every writer.
+            let compaction_slots = inner.options.max_background_jobs.saturating_sub(1).max(1);
+            let compactions_running = st.jobs_running - usize::from(st.flush_running);
+            if !st.manual_running && compactions_running < compaction_slots {
                 let choice =
                     inner
                         .strategy

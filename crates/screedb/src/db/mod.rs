@@ -233,7 +233,12 @@ impl Db {
             children.push(Box::new(inner.tables.get(file.number)?.iter()));
         }
         for level in 1..sv.version.num_levels() {
-            let files: Vec<Arc<FileMeta>> = sv.version.files(level).to_vec();
+            let files: Vec<Arc<FileMeta>> = sv
+                .version
+                .files(level)
+                .iter()
+                .map(|f| Arc::clone(f.meta()))
+                .collect();
             if files.is_empty() {
                 continue;
             }

@@ -113,9 +113,8 @@ fn lead<'a>(
     (st, group_size, result)
 }
 
-/// Merges the batches of the writers at the front of the queue (the leader first) into one.
-/// A sync writer is not added behind non-sync ones it would slow down... it is: sync is
-/// contagious within a group, which is what the caller asked for anyway.
+/// Merges the batches of the writers at the front of the queue (the leader first) into one, up to
+/// `MAX_GROUP_BYTES`. The group is synced if any of its writers asked for sync.
 fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
     let mut group = WriteBatch::new();
     let mut count = 0;
@@ -185,8 +184,12 @@ pub(super) fn make_room_for_write<'a>(
         if inner.shutting_down.load(Ordering::Acquire) {
             return (Err(Error::Closed), st);
         }
-        let l0 = st.versions.current().files(0).len();
-        if !delayed && !force && l0 >= opts.l0_slowdown_trigger {
+        let version = st.versions.current();
+        let l0 = version.files(0).len();
+        let pending = version.pending_compaction_bytes(opts);
+        drop(version);
+        let slow = l0 >= opts.l0_slowdown_trigger || pending >= opts.soft_pending_compaction_bytes;
+        if !delayed && !force && slow {
             // Slowdown stage: delay this write group by 1 ms, once, letting compaction catch up
             // gradually instead of stopping writers dead at the stop trigger.
             let start = Instant::now();
@@ -205,7 +208,10 @@ pub(super) fn make_room_for_write<'a>(
         {
             return (Ok(()), st);
         }
-        if st.imms.len() + 1 >= opts.max_write_buffers || l0 >= opts.l0_stop_trigger {
+        if st.imms.len() + 1 >= opts.max_write_buffers
+            || l0 >= opts.l0_stop_trigger
+            || pending >= opts.hard_pending_compaction_bytes
+        {
             let start = Instant::now();
             Counters::add(&inner.counters.stall_stops, 1);
             inner.bg_cv.notify_all();

@@ -3,15 +3,15 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
-use super::Version;
-use crate::manifest::{FileMeta, VersionEdit};
+use super::{FileRef, TableFile, Version};
+use crate::manifest::VersionEdit;
 
 /// Accumulates edits on top of a base version and produces the next version.
 #[derive(Debug)]
 pub struct VersionBuilder<'a> {
     base: &'a Version,
     deleted: Vec<HashSet<u64>>,
-    added: Vec<Vec<Arc<FileMeta>>>,
+    added: Vec<Vec<FileRef>>,
     guards: Vec<BTreeSet<Vec<u8>>>,
 }
 
@@ -49,7 +49,7 @@ impl<'a> VersionBuilder<'a> {
         for (level, meta) in &edit.new_files {
             let level = check(*level)?;
             self.deleted[level].remove(&meta.number);
-            self.added[level].push(Arc::new(meta.clone()));
+            self.added[level].push(TableFile::new(meta.clone(), &self.base.obsolete));
         }
         for (level, key) in &edit.removed_guards {
             self.guards[check(*level)?].remove(key);
@@ -65,7 +65,7 @@ impl<'a> VersionBuilder<'a> {
         let icmp = self.base.icmp.clone();
         let mut levels = Vec::with_capacity(self.added.len());
         for (level, added) in self.added.into_iter().enumerate() {
-            let mut files: Vec<Arc<FileMeta>> = self
+            let mut files: Vec<FileRef> = self
                 .base
                 .files(level)
                 .iter()

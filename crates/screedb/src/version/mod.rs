@@ -40,7 +40,7 @@ pub enum Lookup {
 /// The live tables of every level.
 pub struct Version {
     icmp: InternalKeyComparator,
-    levels: Vec<Vec<Arc<FileMeta>>>,
+    levels: Vec<Vec<FileRef>>,
     guards: Vec<Vec<Vec<u8>>>,
     obsolete: Arc<ObsoleteFiles>,
 }
@@ -54,16 +54,46 @@ impl std::fmt::Debug for Version {
     }
 }
 
-impl Drop for Version {
+/// A live table of a version. Versions, compaction choices and iterators share it; when the
+/// last holder drops it, the table is deleted if an edit removed it (see [`obsolete`]).
+pub struct TableFile {
+    meta: Arc<FileMeta>,
+    obsolete: Arc<ObsoleteFiles>,
+}
+
+/// How versions and compaction choices hold tables.
+pub type FileRef = Arc<TableFile>;
+
+impl TableFile {
+    fn new(meta: FileMeta, obsolete: &Arc<ObsoleteFiles>) -> FileRef {
+        Arc::new(TableFile {
+            meta: Arc::new(meta),
+            obsolete: Arc::clone(obsolete),
+        })
+    }
+
+    /// The table's metadata, shareable without keeping the table alive.
+    pub fn meta(&self) -> &Arc<FileMeta> {
+        &self.meta
+    }
+}
+
+impl std::ops::Deref for TableFile {
+    type Target = FileMeta;
+    fn deref(&self) -> &FileMeta {
+        &self.meta
+    }
+}
+
+impl std::fmt::Debug for TableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.meta.fmt(f)
+    }
+}
+
+impl Drop for TableFile {
     fn drop(&mut self) {
-        for level in self.levels.drain(..) {
-            for file in level {
-                // `into_inner` succeeds for exactly one holder: the last reference.
-                if let Some(meta) = Arc::into_inner(file) {
-                    self.obsolete.release(meta.number);
-                }
-            }
-        }
+        self.obsolete.release(self.meta.number);
     }
 }
 
@@ -88,7 +118,7 @@ impl Version {
     }
 
     /// The tables of `level` (level 0 newest first; others by smallest key).
-    pub fn files(&self, level: usize) -> &[Arc<FileMeta>] {
+    pub fn files(&self, level: usize) -> &[FileRef] {
         self.levels.get(level).map_or(&[], Vec::as_slice)
     }
 
@@ -118,7 +148,7 @@ impl Version {
         level: usize,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
-    ) -> Vec<Arc<FileMeta>> {
+    ) -> Vec<FileRef> {
         let ucmp = self.icmp.user();
         self.files(level)
             .iter()
@@ -230,6 +260,22 @@ impl Version {
             }
         }
         Ok(())
+    }
+
+    /// Estimated bytes compaction must rewrite to bring every level back under its target:
+    /// level 0's bytes once it reached the compaction trigger, plus each level's excess over its
+    /// target. Drives the pending-compaction write stall (as RocksDB's estimate does).
+    pub fn pending_compaction_bytes(&self, options: &crate::options::Options) -> u64 {
+        let mut pending = 0u64;
+        if self.files(0).len() >= options.l0_compaction_trigger {
+            pending += self.level_bytes(0);
+        }
+        for level in 1..self.num_levels().saturating_sub(1) {
+            pending += self
+                .level_bytes(level)
+                .saturating_sub(options.level_target_bytes(level));
+        }
+        pending
     }
 
     /// One line per level: `L<n>: <files> files, <bytes> bytes`.

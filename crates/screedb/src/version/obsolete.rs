@@ -1,9 +1,9 @@
 //! Deleting tables as soon as nothing references them.
 //!
 //! When an edit removes a table from the current version, its number is marked obsolete here.
-//! Every [`super::Version`] holds its tables as `Arc<FileMeta>`; when the last holder drops
-//! (the last version or iterator that could read the table), [`ObsoleteFiles::release`] runs and
-//! the file is deleted if it was marked. A table that is dropped without being marked (the database
+//! Versions and compaction choices hold tables as [`super::FileRef`]; when the last holder drops
+//! (the last version, choice or iterator that could read the table), [`ObsoleteFiles::release`]
+//! runs and the file is deleted if it was marked. A table that is dropped without being marked (the database
 //! closing, a table moved to another level under the same number) is kept.
 
 use std::collections::HashSet;
