@@ -20,9 +20,10 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if the database already exists. Default: false. RocksDB: `error_if_exists`.
     pub error_if_exists: bool,
-    /// Verify table checksums on every read done by compaction and refuse to open when any
-    /// table referenced by the manifest is missing. Default: true. RocksDB: `paranoid_checks`.
-    pub paranoid_checks: bool,
+    /// Verify the CRC32C of every data block read from a table. The index, filter and
+    /// properties blocks are always verified. Default: true.
+    /// RocksDB: `ReadOptions::verify_checksums` (here one setting for the whole database).
+    pub verify_checksums: bool,
     /// Order of user keys; its name is persisted. Default: bytewise.
     /// RocksDB: `comparator`.
     pub comparator: Arc<dyn Comparator>,
@@ -90,7 +91,7 @@ impl Default for Options {
         Options {
             create_if_missing: false,
             error_if_exists: false,
-            paranoid_checks: true,
+            verify_checksums: true,
             comparator: default_comparator(),
             fs: Arc::new(OsFs),
             write_buffer_size: 64 << 20,
@@ -121,7 +122,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("create_if_missing", &self.create_if_missing)
             .field("error_if_exists", &self.error_if_exists)
-            .field("paranoid_checks", &self.paranoid_checks)
+            .field("verify_checksums", &self.verify_checksums)
             .field("comparator", &self.comparator.name())
             .field("fs", &self.fs)
             .field("write_buffer_size", &self.write_buffer_size)
@@ -241,7 +242,7 @@ impl Options {
             block_restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
-            verify_checksums: true,
+            verify_checksums: self.verify_checksums,
         }
     }
 
@@ -271,27 +272,11 @@ impl WriteOptions {
 }
 
 /// Options of one read or iterator.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ReadOptions {
-    /// Verify block checksums of what is read. Default: true.
-    /// RocksDB: `ReadOptions::verify_checksums`.
-    pub verify_checksums: bool,
     /// Read as of this snapshot's sequence (see [`crate::Snapshot::sequence`]); `None` reads the
     /// latest state. RocksDB: `ReadOptions::snapshot`.
     pub snapshot: Option<SequenceNumber>,
-    /// Put blocks read by this operation into the block cache. Default: true.
-    /// RocksDB: `ReadOptions::fill_cache`.
-    pub fill_cache: bool,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            verify_checksums: true,
-            snapshot: None,
-            fill_cache: true,
-        }
-    }
 }
 
 #[cfg(test)]

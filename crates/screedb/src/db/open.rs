@@ -47,8 +47,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
 
     let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
-    let mut table_options = options.table_options();
-    table_options.verify_checksums = true;
+    let table_options = options.table_options();
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
     let tables = Arc::new(TableCache::new(
