@@ -105,3 +105,49 @@ fn manifest_rolls_over_and_old_files_are_deleted() {
     let db = Db::open(dir.path(), opts).unwrap();
     assert_eq!(db.get("key0199").unwrap(), Some(b"round29".to_vec()));
 }
+
+#[test]
+fn properties_and_stats_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:06}"), [b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_idle().unwrap();
+    let before = db.stats();
+    assert!(before.user_bytes_written >= 3000 * 109);
+    assert!(before.write_amplification() > 1.0, "{before}");
+    let text = db.property("screedb.stats").unwrap();
+    assert!(text.contains("write amplification"), "{text}");
+    let files: usize = (0..7)
+        .map(|l| {
+            db.property(&format!("screedb.num-files-at-level{l}"))
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(files, before.files_per_level.iter().sum::<usize>());
+    assert!(db.property("screedb.num-files-at-level99").is_none());
+    assert!(db.property("screedb.no-such-property").is_none());
+    let mem: usize = db
+        .property("screedb.approximate-memory-usage")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let _ = mem;
+    let sizes = db
+        .approximate_sizes(&[(b"key000000", b"key003000"), (b"x", b"y")])
+        .unwrap();
+    // The range covers every key: its size is most of the bytes on disk (values compress well).
+    let on_disk: u64 = before.bytes_per_level.iter().sum();
+    assert!(sizes[0] * 2 >= on_disk && sizes[0] <= on_disk, "{sizes:?} of {on_disk}");
+    assert_eq!(sizes[1], 0);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let after = db.stats();
+    assert_eq!(after.user_bytes_written, before.user_bytes_written);
+    assert!(after.flush_bytes_written >= before.flush_bytes_written);
+    assert!(after.compaction_bytes_written >= before.compaction_bytes_written);
+}

@@ -319,11 +319,7 @@ impl Db {
             "screedb.write-amplification" => {
                 Some(format!("{:.3}", self.stats().write_amplification()))
             }
-            "screedb.stats" => Some(format!(
-                "{:#?}\n{}",
-                self.stats(),
-                sv.version.describe_levels()
-            )),
+            "screedb.stats" => Some(self.stats().to_string()),
             _ => None,
         }
     }

@@ -94,3 +94,70 @@ impl Stats {
         }
     }
 }
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const MIB: f64 = (1u64 << 20) as f64;
+        let mib = |b: u64| b as f64 / MIB;
+        writeln!(
+            f,
+            "user bytes written     {:>12.2} MiB",
+            mib(self.user_bytes_written)
+        )?;
+        writeln!(
+            f,
+            "WAL bytes written      {:>12.2} MiB",
+            mib(self.wal_bytes_written)
+        )?;
+        writeln!(
+            f,
+            "flush bytes written    {:>12.2} MiB ({} flushes)",
+            mib(self.flush_bytes_written),
+            self.flushes
+        )?;
+        writeln!(
+            f,
+            "compaction written     {:>12.2} MiB ({} compactions, {} trivial moves)",
+            mib(self.compaction_bytes_written),
+            self.compactions,
+            self.trivial_moves
+        )?;
+        writeln!(
+            f,
+            "compaction read        {:>12.2} MiB",
+            mib(self.compaction_bytes_read)
+        )?;
+        writeln!(
+            f,
+            "write amplification    {:>12.3}",
+            self.write_amplification()
+        )?;
+        writeln!(
+            f,
+            "write groups / syncs   {:>12} / {}",
+            self.write_groups, self.wal_syncs
+        )?;
+        writeln!(
+            f,
+            "stalls                 {:>12} slowdowns, {} stops, {:.3} s",
+            self.stall_slowdowns,
+            self.stall_stops,
+            self.stall_micros as f64 / 1e6
+        )?;
+        writeln!(
+            f,
+            "block cache            {:>12} hits, {} misses",
+            self.block_cache_hits, self.block_cache_misses
+        )?;
+        writeln!(f, "level  files        MiB")?;
+        for (level, (files, bytes)) in self
+            .files_per_level
+            .iter()
+            .zip(&self.bytes_per_level)
+            .enumerate()
+        {
+            writeln!(f, "L{level:<5} {files:>5} {:>10.2}", mib(*bytes))?;
+        }
+        Ok(())
+    }
+}
