@@ -225,6 +225,15 @@ pub(super) fn make_room_for_write<'a>(
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
 fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
+    // The old log is synced before the new one takes writes: a later synced write acknowledges
+    // every write issued before it, and recovery reads every log but the newest strictly, so an
+    // older log must never end in an unsynced (possibly torn) tail.
+    if let Some(old) = st.wal.as_mut()
+        && let Err(e) = old.sync()
+    {
+        st.bg_error.get_or_insert_with(|| e.clone());
+        return Err(e);
+    }
     let number = st.versions.new_file_number();
     let file = match inner.fs.create(&filename::log_file(&inner.dir, number)) {
         Ok(f) => f,
@@ -238,10 +247,7 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         st.bg_error.get_or_insert_with(|| e.clone());
         return Err(e);
     }
-    if let Some(mut old) = st.wal.replace(LogWriter::new(file)) {
-        // The old log's bytes reach the OS; durability of unsynced writes is as before.
-        old.flush()?;
-    }
+    st.wal = Some(LogWriter::new(file));
     let old_number = std::mem::replace(&mut st.wal_number, number);
     let old_mem = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(inner.icmp.clone())));
     st.imms.push_back(Immutable {
