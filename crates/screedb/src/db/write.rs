@@ -70,6 +70,30 @@ pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     result
 }
 
+/// Switches the memtable (if it is not empty) as the leader of the writer queue, and returns the
+/// result with the state still locked. Only a leader may replace the WAL: another leader may be
+/// appending to it outside the mutex, and would put the old WAL back afterwards.
+pub(super) fn switch_memtable_as_leader(inner: &DbInner) -> (Result<()>, MutexGuard<'_, DbState>) {
+    // A writer without a batch: write groups stop in front of it, so it leads alone.
+    let writer = Arc::new(Writer {
+        batch: Mutex::new(None),
+        sync: false,
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut st = lock(&inner.state);
+    st.writers.push_back(Arc::clone(&writer));
+    while !st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+        st = wait(&writer.cv, st);
+    }
+    let (result, mut st) = make_room_for_write(inner, st, true);
+    st.writers.pop_front();
+    if let Some(next) = st.writers.front() {
+        next.cv.notify_one();
+    }
+    (result, st)
+}
+
 /// Commits the group led by the front writer. Returns the re-locked state, the number of writers
 /// in the group and the group's result.
 fn lead<'a>(
