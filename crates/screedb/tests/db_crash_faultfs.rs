@@ -8,6 +8,10 @@
 //!   (prefix property: batches are atomic and survive in issue order);
 //! - forward scans, backward scans and point reads agree.
 //!
+//! The database sees the disk through a [`ProcessFs`] per incarnation, so that its threads still
+//! running after the simulated power cut cannot touch the post-crash disk. Some cycles also
+//! interrupt the recovery itself (a fault at the n-th write or sync of `open`, then a crash).
+//!
 //! `SCREEDB_CRASH_CYCLES` sets the number of crash cycles (default 150), `SCREEDB_CRASH_SEED`
 //! replays a run.
 
@@ -22,10 +26,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crash_common::{
-    Batch, Rng, State, describe_diff, env_usize, key, matching_prefix, read_back, seed,
+    Batch, ProcessFs, Rng, State, describe_diff, env_usize, key, matching_prefix, read_back, seed,
     tiny_options, value,
 };
-use screedb::fs::{FaultFs, MemFs};
+use screedb::fs::{FaultFs, FaultKind, MemFs};
 use screedb::{Db, Options, WriteOptions};
 
 const KEY_SPACE: u64 = 400;
@@ -43,11 +47,43 @@ enum Ending {
     CloseThenCrash,
 }
 
-fn options(fault: &FaultFs, rng: &mut Rng) -> Options {
-    let mut o = tiny_options(Arc::new(fault.clone()));
+/// Options for one incarnation of the database, seeing the disk through `fs`.
+fn options(fs: &ProcessFs, rng: &mut Rng) -> Options {
+    let mut o = tiny_options(Arc::new(fs.clone()));
     o.write_buffer_size = (32 + 32 * rng.below(2) as usize) << 10;
     o.max_background_jobs = 1 + rng.below(2) as usize;
+    if rng.percent(30) {
+        // The manifest is rewritten (new file, CURRENT switched) every few edits.
+        o.max_manifest_file_size = 2 << 10;
+    }
     o
+}
+
+/// Opens with a fault armed at the `nth` write or sync, standing in for a power loss at that
+/// point of recovery: if the open fails, the power goes. Leaves the database closed either way.
+fn interrupted_open(fault: &FaultFs, dir: &Path, rng: &mut Rng) -> String {
+    let kind = if rng.percent(50) {
+        FaultKind::Write
+    } else {
+        FaultKind::Sync
+    };
+    let nth = 1 + rng.below(12);
+    fault.fail_nth(kind, nth);
+    let outcome = match Db::open(dir, options(&ProcessFs::new(fault), rng)) {
+        Ok(db) => {
+            fault.clear_faults();
+            drop_within_deadline(db);
+            "opened".to_owned()
+        }
+        Err(e) => format!("failed: {e}"),
+    };
+    fault.clear_faults();
+    if rng.percent(50) {
+        fault.crash();
+    } else {
+        fault.crash_tearing_last_write(rng.below(100) as usize);
+    }
+    format!("open with {kind:?} fault #{nth} {outcome}, then a crash")
 }
 
 fn random_batch(rng: &mut Rng, tag: u64) -> Batch {
@@ -98,14 +134,21 @@ fn random_batches_survive_simulated_power_loss() {
     let mut last_ending = None;
 
     for cycle in 0..=cycles {
-        let db = Db::open(dir, options(&fault, &mut rng))
-            .unwrap_or_else(|e| panic!("cycle {cycle}: reopen after {last_ending:?} failed: {e}"));
+        // Sometimes recovery itself is interrupted first.
+        let interrupted = rng
+            .percent(20)
+            .then(|| interrupted_open(&fault, dir, &mut rng));
+        let fs = ProcessFs::new(&fault);
+        let db = Db::open(dir, options(&fs, &mut rng)).unwrap_or_else(|e| {
+            panic!("cycle {cycle} (seed {seed}): reopen after {last_ending:?} ({interrupted:?}) failed: {e}")
+        });
         let recovered = read_back(&db);
         let Some(j) = matching_prefix(&base, &pending, &recovered) else {
             let mut all = base.clone();
             pending.iter().for_each(|b| b.apply(&mut all));
             panic!(
-                "cycle {cycle} (seed {seed}): after {last_ending:?} the state is not the model \
+                "cycle {cycle} (seed {seed}): after {last_ending:?} ({interrupted:?}) the state \
+                 is not the model \
                  after any batch issued since the last synced one ({} pending, tags {:?}).\n\
                  Against the synced state: {}\nAgainst everything issued: {}",
                 pending.len(),
@@ -170,12 +213,12 @@ fn random_batches_survive_simulated_power_loss() {
             _ => Ending::CloseThenCrash,
         };
         match ending {
-            Ending::Crash => fault.crash(),
+            Ending::Crash => fs.power_cut(FaultFs::crash),
             Ending::CrashLater(micros) => {
                 std::thread::sleep(Duration::from_micros(micros));
-                fault.crash();
+                fs.power_cut(FaultFs::crash);
             }
-            Ending::Tear(keep) => fault.crash_tearing_last_write(keep),
+            Ending::Tear(keep) => fs.power_cut(|f| f.crash_tearing_last_write(keep)),
             Ending::CloseThenCrash => {
                 db.close()
                     .unwrap_or_else(|e| panic!("cycle {cycle}: close failed: {e}"));
@@ -198,8 +241,8 @@ fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
     for tear in [None, Some(3)] {
         let fault = FaultFs::new(Arc::new(MemFs::new()));
         let dir = Path::new("/db");
-        let options = tiny_options(Arc::new(fault.clone()));
-        let db = Db::open(dir, options.clone()).unwrap();
+        let fs = ProcessFs::new(&fault);
+        let db = Db::open(dir, tiny_options(Arc::new(fs.clone()))).unwrap();
         let mut expected = State::new();
         // 100 unsynced writes of ~520 bytes fill more than one 32 KiB memtable: the memtable
         // switches (whether its flush finishes before the crash is left to the scheduler).
@@ -216,11 +259,11 @@ fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
         db.write(batch, &WriteOptions::synced()).unwrap();
         expected.insert(k, v);
         match tear {
-            None => fault.crash(),
-            Some(keep) => fault.crash_tearing_last_write(keep),
+            None => fs.power_cut(FaultFs::crash),
+            Some(keep) => fs.power_cut(|f| f.crash_tearing_last_write(keep)),
         }
         drop_within_deadline(db);
-        let db = Db::open(dir, options).unwrap();
+        let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)))).unwrap();
         let recovered = read_back(&db);
         assert!(
             recovered == expected,
@@ -245,8 +288,8 @@ fn flush_racing_synced_writes_loses_nothing() {
 fn flush_racing_synced_writes_round(round: u64) {
     let fault = FaultFs::new(Arc::new(MemFs::new()));
     let dir = Path::new("/db");
-    let options = tiny_options(Arc::new(fault.clone()));
-    let db = Db::open(dir, options.clone()).unwrap();
+    let fs = ProcessFs::new(&fault);
+    let db = Db::open(dir, tiny_options(Arc::new(fs.clone()))).unwrap();
     let mut expected = State::new();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -273,13 +316,66 @@ fn flush_racing_synced_writes_round(round: u64) {
         "round {round}: lost before the crash: {}",
         describe_diff(&expected, &before)
     );
-    fault.crash();
+    fs.power_cut(FaultFs::crash);
     drop_within_deadline(db);
-    let db = Db::open(dir, options).unwrap();
+    let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)))).unwrap();
     let recovered = read_back(&db);
     assert!(
         recovered == expected,
         "round {round}: {}",
         describe_diff(&expected, &recovered)
     );
+}
+
+/// postmortem: open created the fresh WAL before the manifest edit that retires the old ones.
+/// When that open was interrupted (a failed write or sync, then a crash) after a power loss had
+/// torn the tail of the newest WAL, the torn WAL was no longer the newest: the next open read it
+/// strictly and refused to start ("the file ends inside a fragment"), for good.
+#[test]
+fn interrupted_recovery_after_a_torn_wal_still_opens() {
+    let dir = Path::new("/db");
+    for kind in [FaultKind::Write, FaultKind::Sync] {
+        for nth in 1..=12 {
+            let fault = FaultFs::new(Arc::new(MemFs::new()));
+            let fs = ProcessFs::new(&fault);
+            let mut options = tiny_options(Arc::new(fs.clone()));
+            options.write_buffer_size = 1 << 20;
+            let db = Db::open(dir, options).unwrap();
+            let mut synced = State::new();
+            let mut pending = Vec::new();
+            for tag in 0..40 {
+                let k = key(tag % 25);
+                let batch = Batch {
+                    tag,
+                    ops: vec![(k.clone(), Some(value(tag, &k, 300)))],
+                };
+                let sync = tag < 20;
+                db.write(batch.to_write_batch(), &WriteOptions { sync })
+                    .unwrap();
+                if sync {
+                    batch.apply(&mut synced);
+                } else {
+                    pending.push(batch);
+                }
+            }
+            fs.power_cut(|f| f.crash_tearing_last_write(100));
+            drop_within_deadline(db);
+
+            fault.fail_nth(kind, nth);
+            let first = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault))));
+            fault.clear_faults();
+            match first {
+                Ok(db) => drop_within_deadline(db),
+                Err(_) => fault.crash(),
+            }
+            let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault))))
+                .unwrap_or_else(|e| panic!("{kind:?} fault #{nth} during recovery: {e}"));
+            let recovered = read_back(&db);
+            assert!(
+                matching_prefix(&synced, &pending, &recovered).is_some(),
+                "{kind:?} fault #{nth}: {}",
+                describe_diff(&synced, &recovered)
+            );
+        }
+    }
 }

@@ -11,10 +11,12 @@
 #![expect(clippy::unwrap_used, reason = "test helpers")]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
-use screedb::fs::Fs;
-use screedb::{Db, Options, ReadOptions, WriteBatch};
+use screedb::fs::{FaultFs, FileLock, Fs, RandomAccessFile, WritableFile};
+use screedb::{Db, Error, Options, ReadOptions, Result, WriteBatch};
 
 /// Keys to their values.
 pub type State = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -241,4 +243,104 @@ pub fn describe_diff(expected: &State, recovered: &State) -> String {
         }
     }
     format!("{n} keys differ{out}")
+}
+
+/// The file system as one process sees it, for simulating power loss with a database still open.
+///
+/// `FaultFs` kills the file handles opened before a crash, but directory operations (create,
+/// rename, remove, sync_dir) made afterwards by the database's surviving threads would still
+/// change the post-crash disk: a process that no longer exists would be writing to it. After
+/// [`ProcessFs::power_cut`], every operation through this view fails instead, and the crash is
+/// atomic with respect to operations in flight. Reopen through a new `ProcessFs` over the same
+/// `FaultFs`.
+#[derive(Debug, Clone)]
+pub struct ProcessFs {
+    inner: FaultFs,
+    alive: Arc<RwLock<bool>>,
+}
+
+impl ProcessFs {
+    /// A live view of `inner`.
+    pub fn new(inner: &FaultFs) -> ProcessFs {
+        ProcessFs {
+            inner: inner.clone(),
+            alive: Arc::new(RwLock::new(true)),
+        }
+    }
+
+    /// Kills this view, then runs `crash` (e.g. `FaultFs::crash`) on the file system.
+    pub fn power_cut(&self, crash: impl FnOnce(&FaultFs)) {
+        let mut alive = self.alive.write().unwrap_or_else(|e| e.into_inner());
+        *alive = false;
+        crash(&self.inner);
+    }
+
+    fn live(&self, op: &'static str, path: &Path) -> Result<RwLockReadGuard<'_, bool>> {
+        let alive = self.alive.read().unwrap_or_else(|e| e.into_inner());
+        if *alive {
+            Ok(alive)
+        } else {
+            Err(Error::io(
+                op,
+                path,
+                io::Error::other("the power was cut: this process is gone"),
+            ))
+        }
+    }
+}
+
+impl Fs for ProcessFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let _alive = self.live("create", path)?;
+        self.inner.create(path)
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let _alive = self.live("open", path)?;
+        self.inner.open(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        let _alive = self.live("stat", path)?;
+        self.inner.file_size(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        let _alive = self.live("rename", from)?;
+        self.inner.rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let _alive = self.live("remove", path)?;
+        self.inner.remove(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let _alive = self.live("list", dir)?;
+        self.inner.list(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        let _alive = self.live("create directory", dir)?;
+        self.inner.create_dir_all(dir)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let _alive = self.live("remove directory", dir)?;
+        self.inner.remove_dir(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let _alive = self.live("sync directory", dir)?;
+        self.inner.sync_dir(dir)
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let _alive = self.live("lock", path)?;
+        self.inner.lock(path)
+    }
 }
