@@ -1,7 +1,9 @@
 //! Opening a database: lock, recover the manifest, replay the WALs, start a new WAL.
 //!
 //! Replayed writes are flushed to level-0 tables before the database accepts writes, and a fresh
-//! WAL is started: a torn tail dropped from the newest old log is never appended to.
+//! WAL is started: a torn tail dropped from the newest old log is never appended to. The fresh
+//! WAL is created only after the manifest edit that retires the old logs is durable, so an
+//! interrupted open leaves the torn log the newest one (the only one read tolerantly).
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
@@ -155,10 +157,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     versions.mark_file_number_used(next_number.load(Ordering::Relaxed));
 
-    // A fresh WAL, then a fresh manifest that makes the replayed tables and the WAL current.
+    // A fresh manifest that makes the replayed tables current and retires the old WALs, then
+    // the fresh WAL it names. The WAL is created only once the edit is durable: if this open is
+    // interrupted before, the newest old WAL (possibly with a torn tail) must still be the newest
+    // WAL on disk, since every other WAL is read strictly.
     let wal_number = versions.new_file_number();
-    let wal = LogWriter::new(fs.create(&filename::log_file(dir, wal_number))?);
-    fs.sync_dir(dir)?;
     versions.set_last_sequence(max_seq);
     versions.write_new_manifest()?;
     let mut edit = VersionEdit {
@@ -174,6 +177,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
     edit.stats = counters.persisted();
     versions.log_and_apply(edit)?;
+    let wal = LogWriter::new(fs.create(&filename::log_file(dir, wal_number))?);
+    fs.sync_dir(dir)?;
 
     // Sweep: everything not referenced by the new state.
     let live: HashSet<u64> = versions.current().all_file_numbers().collect();

@@ -70,6 +70,30 @@ pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     result
 }
 
+/// Switches the memtable (if it is not empty) as the leader of the writer queue, and returns the
+/// result with the state still locked. Only a leader may replace the WAL: another leader may be
+/// appending to it outside the mutex, and would put the old WAL back afterwards.
+pub(super) fn switch_memtable_as_leader(inner: &DbInner) -> (Result<()>, MutexGuard<'_, DbState>) {
+    // A writer without a batch: write groups stop in front of it, so it leads alone.
+    let writer = Arc::new(Writer {
+        batch: Mutex::new(None),
+        sync: false,
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut st = lock(&inner.state);
+    st.writers.push_back(Arc::clone(&writer));
+    while !st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+        st = wait(&writer.cv, st);
+    }
+    let (result, mut st) = make_room_for_write(inner, st, true);
+    st.writers.pop_front();
+    if let Some(next) = st.writers.front() {
+        next.cv.notify_one();
+    }
+    (result, st)
+}
+
 /// Commits the group led by the front writer. Returns the re-locked state, the number of writers
 /// in the group and the group's result.
 fn lead<'a>(
@@ -231,6 +255,15 @@ pub(super) fn make_room_for_write<'a>(
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
 fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
+    // The old log is synced before the new one takes writes: a later synced write acknowledges
+    // every write issued before it, and recovery reads every log but the newest strictly, so an
+    // older log must never end in an unsynced (possibly torn) tail.
+    if let Some(old) = st.wal.as_mut()
+        && let Err(e) = old.sync()
+    {
+        st.bg_error.get_or_insert_with(|| e.clone());
+        return Err(e);
+    }
     let number = st.versions.new_file_number();
     let file = match inner.fs.create(&filename::log_file(&inner.dir, number)) {
         Ok(f) => f,
@@ -244,10 +277,7 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         st.bg_error.get_or_insert_with(|| e.clone());
         return Err(e);
     }
-    if let Some(mut old) = st.wal.replace(LogWriter::new(file)) {
-        // The old log's bytes reach the OS; durability of unsynced writes is as before.
-        old.flush()?;
-    }
+    st.wal = Some(LogWriter::new(file));
     let old_number = std::mem::replace(&mut st.wal_number, number);
     let old_mem = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(inner.icmp.clone())));
     st.imms.push_back(Immutable {
