@@ -203,6 +203,16 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
                 json_u64(r.io.map(|io| io.storage_written())),
             ),
             ("process_bytes_read", json_u64(r.io.map(|io| io.read_bytes))),
+            (
+                "proc_io_write_bytes",
+                json_u64(r.io.map(|io| io.write_bytes)),
+            ),
+            (
+                "proc_io_cancelled_write_bytes",
+                json_u64(r.io.map(|io| io.cancelled_write_bytes)),
+            ),
+            ("proc_io_wchar", json_u64(r.io.map(|io| io.wchar))),
+            ("proc_io_rchar", json_u64(r.io.map(|io| io.rchar))),
             ("write_amp_process", json_num(r.process_wa())),
             ("write_amp_engine", json_num(r.engine_wa)),
             (
