@@ -149,12 +149,12 @@ impl BenchReport {
         out.push('\n');
         out.push_str(&report::io_table(&self.results));
         out.push_str(
-            "\nuser write: bytes of keys and values written; proc write/read: bytes the process \
-             sent to / fetched from\nstorage while the workload ran (/proc/self/io: write_bytes \
-             less cancelled_write_bytes, so WAL data\ndeleted before write-back does not count); \
-             WA proc = proc write / user write; WA engine = the engine's\nown (WAL + flush + \
-             compaction bytes) / user bytes since the database was created; \"settled\" columns\n\
-             include the wait for background work after the workload.\n",
+            "\nuser write: bytes of keys and values written; proc write/read: write_bytes/read_bytes \
+             of /proc/self/io while\nthe workload ran (bytes sent to / fetched from storage, \
+             counted when pages are dirtied); WA proc = proc write\n/ user write; WA engine = the \
+             engine's own (WAL + flush + compaction bytes) / user bytes since the database\nwas \
+             created; \"settled\" columns include the wait for background work after the \
+             workload.\n",
         );
         for (after, text) in &self.stats {
             let _ = write!(out, "\nstats after {after}:\n{text}");

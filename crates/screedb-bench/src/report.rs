@@ -110,7 +110,7 @@ pub fn io_table(results: &[PhaseResult]) -> String {
             vec![
                 r.benchmark.name().to_string(),
                 format_bytes(r.user_bytes_written),
-                io(|io| io.storage_written()),
+                io(|io| io.write_bytes),
                 io(|io| io.read_bytes),
                 opt_ratio(r.process_wa()),
                 opt_ratio(r.engine_wa),
@@ -200,7 +200,7 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
             ("user_bytes_written", r.user_bytes_written.to_string()),
             (
                 "process_bytes_written",
-                json_u64(r.io.map(|io| io.storage_written())),
+                json_u64(r.io.map(|io| io.write_bytes)),
             ),
             ("process_bytes_read", json_u64(r.io.map(|io| io.read_bytes))),
             (

@@ -2,8 +2,9 @@
 //!
 //! `/proc/self/io` (Linux) counts bytes the process asked to read and write (`rchar`, `wchar`)
 //! and bytes it caused to be fetched from or sent to storage (`read_bytes`, `write_bytes`; the
-//! latter counted when pages are dirtied, less `cancelled_write_bytes` for pages of files
-//! truncated or deleted before write-back). Elsewhere the counters are unavailable.
+//! latter counted when pages are dirtied, so it includes WAL pages deleted before write-back,
+//! which `cancelled_write_bytes` counts when the deletion happens). Elsewhere the counters are
+//! unavailable.
 
 use std::path::Path;
 
@@ -62,11 +63,6 @@ impl IoCounters {
                 .saturating_sub(earlier.cancelled_write_bytes),
         }
     }
-
-    /// Bytes written to storage: `write_bytes - cancelled_write_bytes`.
-    pub fn storage_written(&self) -> u64 {
-        self.write_bytes.saturating_sub(self.cancelled_write_bytes)
-    }
 }
 
 /// Bytes the files directly inside `dir` occupy on disk (allocated blocks; file lengths where
@@ -104,7 +100,7 @@ mod tests {
              cancelled_write_bytes: 4096\n",
         );
         assert_eq!(a.wchar, 20);
-        assert_eq!(a.storage_written(), 4096);
+        assert_eq!((a.write_bytes, a.cancelled_write_bytes), (8192, 4096));
         let b = IoCounters { wchar: 25, ..a };
         assert_eq!(b.since(&a).wchar, 5);
         assert_eq!(a.since(&b).wchar, 0);

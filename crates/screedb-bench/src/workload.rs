@@ -165,13 +165,13 @@ impl PhaseResult {
 
     /// Bytes the process wrote to storage per user byte, during the operations.
     pub fn process_wa(&self) -> Option<f64> {
-        ratio(self.io?.storage_written(), self.user_bytes_written)
+        ratio(self.io?.write_bytes, self.user_bytes_written)
     }
 
     /// The same, including settling.
     pub fn process_wa_settled(&self) -> Option<f64> {
         ratio(
-            self.settled.as_ref()?.io?.storage_written(),
+            self.settled.as_ref()?.io?.write_bytes,
             self.user_bytes_written,
         )
     }
