@@ -28,7 +28,7 @@ use keys::{Rng, ValueGen, decimal_digits};
 use workload::{Benchmark, PhaseResult, Shape};
 
 /// The workloads run when `--benchmarks` is not given: the README's main job, every workload once
-/// with `--num=1000000`, about 50 s on two shared cores.
+/// with `--num=1000000`: 25 s on two idle cores, about 50 s when they are shared.
 pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readmissing,\
 seekrandom,readseq,readreverse,deleterandom,stats";
 
