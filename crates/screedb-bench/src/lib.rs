@@ -1,1 +1,430 @@
-//! Benchmark harness for ScreeDB.
+//! Benchmark harness for ScreeDB: db_bench's workloads, flags and report.
+//!
+//! [`run`] executes the workloads named by `--benchmarks` in order against one database (a
+//! temporary directory unless `--db` is given) and returns a [`BenchReport`]; `screedb bench` is
+//! the command-line front end. Each workload reports throughput, latency percentiles, the bytes
+//! the process wrote and read (from `/proc/self/io`), write amplification before and after the
+//! engine settles, and the space the database occupies.
+//!
+//! Engines sit behind the [`engine::Engine`] trait so that peer engines can run the same
+//! workloads; ScreeDB is the first implementation.
+
+pub mod engine;
+pub mod histogram;
+pub mod keys;
+pub mod report;
+pub mod sysinfo;
+pub mod workload;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Parser;
+use clap::builder::BoolishValueParser;
+use screedb::{Error, Result};
+
+use engine::{Compression, Engine, EngineConfig, EngineKind};
+use keys::{Rng, ValueGen, decimal_digits};
+use workload::{Benchmark, PhaseResult, Shape};
+
+/// The workloads run when `--benchmarks` is not given: the README's main job, every workload once
+/// with `--num=1000000`: 25 s on two idle cores, about 50 s when they are shared.
+pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readmissing,\
+seekrandom,readseq,readreverse,deleterandom,stats";
+
+/// The flags of a benchmark run, named as db_bench names them (`--value_size=100`).
+#[derive(Debug, Clone, clap::Args)]
+#[command(rename_all = "snake_case")]
+pub struct BenchArgs {
+    /// Comma-separated workloads, run in order: fillseq, fillrandom, overwrite, readrandom,
+    /// readmissing, readseq, readreverse, seekrandom, deleterandom, stats.
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
+    pub benchmarks: Vec<String>,
+    /// Keys in the key space; updates per write workload.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Operations per read workload. Default: `--num`.
+    #[arg(long)]
+    pub reads: Option<u64>,
+    /// Bytes per key (zero-padded decimal key numbers).
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value (half-compressible).
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Updates per write call.
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: usize,
+    /// Sync every write to disk.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub sync: bool,
+    /// Bytes buffered in memory before a flush. Default: the engine's.
+    #[arg(long)]
+    pub write_buffer_size: Option<usize>,
+    /// Bytes of block cache. Default: the engine's.
+    #[arg(long)]
+    pub cache_size: Option<usize>,
+    /// Bloom filter bits per key (0: no filter).
+    #[arg(long, default_value_t = 10)]
+    pub bloom_bits: u32,
+    /// Block compression.
+    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
+    pub compression: Compression,
+    /// Use the database in `--db` as it is; fill workloads are skipped.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub use_existing_db: bool,
+    /// Database directory. Default: a temporary directory removed at the end. An existing
+    /// database there is destroyed first unless `--use_existing_db`.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Seed of the key and value generators.
+    #[arg(long, default_value_t = 301)]
+    pub seed: u64,
+    /// Print each workload's latency histogram.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub histogram: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "bench")]
+struct Flags {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+impl BenchArgs {
+    /// Parses db_bench-style flags (without a program name), e.g. `["--num=1000"]`.
+    pub fn from_flags<I, T>(flags: I) -> std::result::Result<BenchArgs, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let all = std::iter::once(std::ffi::OsString::from("bench"))
+            .chain(flags.into_iter().map(Into::into));
+        Flags::try_parse_from(all).map(|f| f.args)
+    }
+}
+
+impl Default for BenchArgs {
+    fn default() -> Self {
+        Flags::parse_from(["bench"]).args
+    }
+}
+
+/// The outcome of a run.
+#[derive(Debug)]
+pub struct BenchReport {
+    /// The engine's name.
+    pub engine: &'static str,
+    /// The settings, as `(flag, value)` pairs.
+    pub config: Vec<(&'static str, String)>,
+    /// One result per timed workload, in order.
+    pub results: Vec<PhaseResult>,
+    /// What each `stats` workload printed, with the workload it followed.
+    pub stats: Vec<(String, String)>,
+    /// Workloads skipped, with the reason.
+    pub skipped: Vec<String>,
+    /// Print latency histograms.
+    pub histogram: bool,
+}
+
+impl BenchReport {
+    /// The report as text: settings, the speed table, the I/O table, statistics, histograms.
+    pub fn render(&self) -> String {
+        let mut out = format!("engine: {}\n", self.engine);
+        for (name, value) in &self.config {
+            let _ = writeln!(out, "{name:<18} {value}");
+        }
+        for s in &self.skipped {
+            let _ = writeln!(out, "skipped: {s}");
+        }
+        out.push('\n');
+        out.push_str(&report::speed_table(&self.results));
+        out.push('\n');
+        out.push_str(&report::io_table(&self.results));
+        out.push_str(
+            "\nuser write: bytes of keys and values written; proc write/read: write_bytes/read_bytes \
+             of /proc/self/io while\nthe workload ran (bytes sent to / fetched from storage, \
+             counted when pages are dirtied); WA proc = proc write\n/ user write; WA engine = the \
+             engine's own (WAL + flush + compaction bytes) / user bytes since the database\nwas \
+             created; \"settled\" columns include the wait for background work after the \
+             workload.\n",
+        );
+        for (after, text) in &self.stats {
+            let _ = write!(out, "\nstats after {after}:\n{text}");
+        }
+        if self.histogram {
+            for r in &self.results {
+                let _ = write!(
+                    out,
+                    "\n{} latency histogram (mean {}):\n{}",
+                    r.benchmark.name(),
+                    histogram::format_nanos(r.latency.mean() as u64),
+                    r.latency.render()
+                );
+            }
+        }
+        out
+    }
+}
+
+/// Checks the flags and derives the workload shape.
+fn shape_of(args: &BenchArgs) -> Result<Shape> {
+    if args.num == 0 {
+        return Err(Error::invalid("--num must be at least 1"));
+    }
+    let digits = decimal_digits(args.num - 1);
+    if args.key_size < digits || args.key_size > 1 << 20 {
+        return Err(Error::invalid(format!(
+            "--key_size must be between {digits} (the digits of --num - 1) and 1048576"
+        )));
+    }
+    if args.value_size > 64 << 20 {
+        return Err(Error::invalid("--value_size must be at most 64 MiB"));
+    }
+    if args.batch_size == 0 {
+        return Err(Error::invalid("--batch_size must be at least 1"));
+    }
+    Ok(Shape {
+        num: args.num,
+        reads: args.reads.unwrap_or(args.num),
+        key_size: args.key_size,
+        value_size: args.value_size,
+        batch_size: args.batch_size,
+        sync: args.sync,
+    })
+}
+
+fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, String)> {
+    let or_default =
+        |v: Option<usize>| v.map_or_else(|| "engine default".into(), |v| v.to_string());
+    vec![
+        ("benchmarks", args.benchmarks.join(",")),
+        ("num", shape.num.to_string()),
+        ("reads", shape.reads.to_string()),
+        ("key_size", shape.key_size.to_string()),
+        (
+            "value_size",
+            format!("{} (compressible to 50%)", shape.value_size),
+        ),
+        ("batch_size", shape.batch_size.to_string()),
+        ("sync", shape.sync.to_string()),
+        ("write_buffer_size", or_default(args.write_buffer_size)),
+        ("cache_size", or_default(args.cache_size)),
+        ("bloom_bits", args.bloom_bits.to_string()),
+        (
+            "compression",
+            format!("{:?}", args.compression).to_lowercase(),
+        ),
+        ("seed", args.seed.to_string()),
+        ("db", dir.to_string()),
+    ]
+}
+
+/// Runs the workloads `args` names and returns their results; writes the JSON file if asked.
+pub fn run(args: BenchArgs) -> Result<BenchReport> {
+    let shape = shape_of(&args)?;
+    let benchmarks = args
+        .benchmarks
+        .iter()
+        .map(|name| Benchmark::parse(name.trim()))
+        .collect::<Result<Vec<_>>>()?;
+    let kind = EngineKind::ScreeDb;
+    let config = EngineConfig {
+        write_buffer_size: args.write_buffer_size,
+        cache_size: args.cache_size,
+        bloom_bits: args.bloom_bits,
+        compression: args.compression,
+    };
+    let temp;
+    let (dir, dir_label) = match &args.db {
+        Some(d) => (d.clone(), d.display().to_string()),
+        None => {
+            if args.use_existing_db {
+                return Err(Error::invalid("--use_existing_db needs --db PATH"));
+            }
+            temp = tempfile::Builder::new()
+                .prefix("screedb-bench-")
+                .tempdir()
+                .map_err(|e| Error::io("create", std::env::temp_dir(), e))?;
+            let d = temp.path().to_path_buf();
+            let label = format!("{} (temporary)", d.display());
+            (d, label)
+        }
+    };
+    if args.use_existing_db {
+        if !dir.is_dir() {
+            return Err(Error::NotFound(dir));
+        }
+    } else {
+        kind.destroy(&dir)?;
+    }
+
+    let mut report = BenchReport {
+        engine: "",
+        config: config_of(&args, &shape, &dir_label),
+        results: Vec::new(),
+        stats: Vec::new(),
+        skipped: Vec::new(),
+        histogram: args.histogram,
+    };
+    let mut engine: Box<dyn Engine> = kind.open(&dir, &config)?;
+    report.engine = engine.name();
+    let mut rng = Rng::new(args.seed);
+    let mut values = ValueGen::new(args.seed ^ 0x5eed, shape.value_size);
+    let mut dirty = args.use_existing_db;
+    let mut previous = String::from("opening");
+    for b in benchmarks {
+        if b == Benchmark::Stats {
+            report.stats.push((previous.clone(), engine.stats_text()));
+            continue;
+        }
+        if b.fresh_db() {
+            if args.use_existing_db {
+                report
+                    .skipped
+                    .push(format!("{} (it needs a fresh database)", b.name()));
+                continue;
+            }
+            if dirty {
+                engine.close()?;
+                kind.destroy(&dir)?;
+                engine = kind.open(&dir, &config)?;
+            }
+        }
+        let result = workload::run_phase(b, &*engine, &shape, &mut rng, &mut values, &dir)?;
+        eprintln!(
+            "{:<14} {:>10} ops in {:>7.2} s ({:.0} ops/s){}",
+            b.name(),
+            result.ops,
+            result.elapsed.as_secs_f64(),
+            result.ops_per_sec(),
+            result
+                .settled
+                .as_ref()
+                .map_or_else(String::new, |s| format!(
+                    ", settled in {:.2} s",
+                    s.elapsed.as_secs_f64()
+                )),
+        );
+        dirty = true;
+        previous = b.name().to_string();
+        report.results.push(result);
+    }
+    engine.close()?;
+    if let Some(path) = &args.json {
+        let json = report::to_json(&report.config, report.engine, &report.results);
+        std::fs::write(path, json).map_err(|e| Error::io("write", path, e))?;
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_use_db_bench_names_and_defaults() {
+        let a = BenchArgs::default();
+        assert_eq!(a.num, 1_000_000);
+        assert_eq!(a.key_size, 16);
+        assert!(!a.sync);
+        assert_eq!(a.benchmarks.join(","), DEFAULT_BENCHMARKS);
+        let a = BenchArgs::from_flags([
+            "--num=10",
+            "--benchmarks=fillrandom,readrandom",
+            "--key_size",
+            "8",
+            "--sync",
+            "--use_existing_db=0",
+            "--compression=none",
+        ])
+        .unwrap();
+        assert_eq!(a.num, 10);
+        assert_eq!(a.benchmarks, ["fillrandom", "readrandom"]);
+        assert_eq!(a.key_size, 8);
+        assert!(a.sync);
+        assert!(!a.use_existing_db);
+        assert_eq!(a.compression, Compression::None);
+        assert!(BenchArgs::from_flags(["--key-size=8"]).is_err());
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_flag_named() {
+        let run_with = |flags: &[&str]| run(BenchArgs::from_flags(flags).unwrap()).unwrap_err();
+        assert!(run_with(&["--num=0"]).to_string().contains("--num"));
+        assert!(
+            run_with(&["--num=100000", "--key_size=4"])
+                .to_string()
+                .contains("--key_size")
+        );
+        assert!(
+            run_with(&["--benchmarks=nope"])
+                .to_string()
+                .contains("unknown benchmark")
+        );
+        assert!(
+            run_with(&["--use_existing_db"])
+                .to_string()
+                .contains("--db")
+        );
+    }
+
+    #[test]
+    fn a_small_run_reports_every_workload_and_writes_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("out.json");
+        let args = BenchArgs::from_flags([
+            "--num=2000".to_string(),
+            "--benchmarks=fillseq,fillrandom,overwrite,readrandom,readmissing,readseq,\
+             readreverse,seekrandom,deleterandom,stats"
+                .to_string(),
+            "--batch_size=10".to_string(),
+            "--histogram".to_string(),
+            format!("--json={}", json.display()),
+        ])
+        .unwrap();
+        let report = run(args).unwrap();
+        assert_eq!(report.results.len(), 9);
+        assert_eq!(report.stats.len(), 1);
+        let text = report.render();
+        for name in [
+            "fillseq",
+            "readreverse",
+            "deleterandom",
+            "WA engine",
+            "p99.9",
+            "histogram",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
+        let json = std::fs::read_to_string(&json).unwrap();
+        assert!(json.contains("\"benchmark\": \"seekrandom\""), "{json}");
+        assert_eq!(json.matches("\"ops\":").count(), 9);
+    }
+
+    #[test]
+    fn an_existing_database_is_reused_and_fills_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let flags = |extra: &[&str]| {
+            let mut f = vec![format!("--db={}", db.display()), "--num=500".into()];
+            f.extend(extra.iter().map(|s| s.to_string()));
+            BenchArgs::from_flags(f).unwrap()
+        };
+        run(flags(&["--benchmarks=fillseq"])).unwrap();
+        let report = run(flags(&[
+            "--benchmarks=fillseq,readrandom",
+            "--use_existing_db",
+        ]))
+        .unwrap();
+        assert_eq!(report.skipped.len(), 1);
+        assert_eq!(report.results[0].found, Some(500));
+    }
+}

@@ -1,5 +1,160 @@
-//! The `screedb` command.
+//! The `screedb` command: read and write a database, look inside its files, check it, show its
+//! statistics and run benchmarks.
+//!
+//! Exit status: 0 on success, 1 when `get` finds no value, 2 on any error (one sentence on
+//! stderr).
 
-fn main() {
-    println!("screedb {}", env!("CARGO_PKG_VERSION"));
+mod dump;
+mod escape;
+mod inspect;
+mod kv;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Inspect, check and benchmark ScreeDB databases.
+#[derive(Debug, Parser)]
+#[command(name = "screedb", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Set KEY to VALUE (a synced write).
+    Put {
+        #[command(flatten)]
+        db: kv::DbArg,
+        /// Create the database if it does not exist.
+        #[arg(long)]
+        create: bool,
+        /// The key.
+        key: OsString,
+        /// The value.
+        value: OsString,
+    },
+    /// Print the value of KEY (exit status 1 if there is none).
+    Get {
+        #[command(flatten)]
+        db: kv::DbArg,
+        /// The key.
+        key: OsString,
+    },
+    /// Remove KEY (a synced write).
+    Delete {
+        #[command(flatten)]
+        db: kv::DbArg,
+        /// The key.
+        key: OsString,
+    },
+    /// Print `key<TAB>value` lines in key order.
+    Scan(kv::ScanArgs),
+    /// Print the records of a write-ahead log file.
+    DumpWal(dump::WalArgs),
+    /// Print the properties and entries of a table file.
+    DumpTable(dump::TableArgs),
+    /// Print the version edits of a MANIFEST file.
+    DumpManifest(dump::ManifestArgs),
+    /// Verify every table checksum, the version invariants and the WALs, without changing
+    /// anything.
+    Check {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Open the database and print its statistics and the shape of its tree.
+    Stats {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Run db_bench-style benchmarks (default: the README's main job, about a minute).
+    Bench(screedb_bench::BenchArgs),
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+enum CliError {
+    /// The engine reported an error.
+    Db(screedb::Error),
+    /// The key (or whatever was asked for) does not exist.
+    NotFound(String),
+    /// An argument could not be used.
+    Usage(String),
+    /// Standard output could not be written.
+    Output(io::Error),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Db(e) => write!(f, "{e}"),
+            CliError::NotFound(what) | CliError::Usage(what) => f.write_str(what),
+            CliError::Output(e) => write!(f, "cannot write the output: {e}"),
+        }
+    }
+}
+
+impl From<screedb::Error> for CliError {
+    fn from(e: screedb::Error) -> Self {
+        CliError::Db(e)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Output(e)
+    }
+}
+
+type CliResult = Result<(), CliError>;
+
+fn run(command: Command, out: &mut dyn Write) -> CliResult {
+    match command {
+        Command::Put {
+            db,
+            create,
+            key,
+            value,
+        } => kv::put(&db, create, key, value),
+        Command::Get { db, key } => kv::get(&db, key, out),
+        Command::Delete { db, key } => kv::delete(&db, key),
+        Command::Scan(args) => kv::scan(&args, out),
+        Command::DumpWal(args) => dump::wal(&args, out),
+        Command::DumpTable(args) => dump::table(&args, out),
+        Command::DumpManifest(args) => dump::manifest(&args, out),
+        Command::Check { db } => inspect::check(&db, out),
+        Command::Stats { db } => inspect::stats(&db, out),
+        Command::Bench(args) => {
+            let report = screedb_bench::run(args)?;
+            out.write_all(report.render().as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = run(cli.command, &mut out).and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`screedb scan | head`) is not an error.
+        Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("screedb: {e}");
+            match e {
+                CliError::NotFound(_) => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            }
+        }
+    }
 }

@@ -6,12 +6,14 @@
 //! - [`table`]: sorted tables (blocks, Bloom filter, properties, footer) and their caches;
 //! - [`manifest`]: the version-edit records of the MANIFEST;
 //! - [`iter`]: internal iterators, merging and concatenating;
-//! - [`key`] and [`comparator`]: internal keys and their order.
+//! - [`key`] and [`comparator`]: internal keys and their order;
+//! - [`check`]: the read-only database checker behind `screedb check`.
 //!
 //! On-disk formats are described in `docs/format.md`.
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod checksum;
 pub mod coding;
 pub mod compaction;

@@ -195,19 +195,29 @@ fn run_merge<'a>(
     let alloc = || lock(&inner.state).versions.new_file_number();
     let ctx = job_context(inner, &snapshots, &alloc);
     let result = job::merge(&ctx, &version, &spec);
+
+    // Drop the inputs' `Arc<FileMeta>`s before the edit is installed: a table is deleted when the
+    // last *version* holding it drops, so no other holder may outlive the old version.
+    let input_numbers: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
+    let output_level = spec.output_level;
+    let pointer = spec
+        .inputs
+        .first()
+        .and_then(|(level, files)| Some((*level, key_range(&version, files)?.1)));
+    drop(spec);
     drop(version);
 
     let mut st = lock(&inner.state);
     st.jobs_running -= 1;
-    for f in spec.all_inputs() {
-        st.compaction.busy_files.remove(&f.number);
+    for number in &input_numbers {
+        st.compaction.busy_files.remove(number);
     }
     if let Some((s, l)) = &range
         && let Some(i) = st
             .compaction
             .busy_ranges
             .iter()
-            .position(|(lv, a, b)| *lv == spec.output_level && a == s && b == l)
+            .position(|(lv, a, b)| *lv == output_level && a == s && b == l)
     {
         st.compaction.busy_ranges.swap_remove(i);
     }
@@ -223,10 +233,8 @@ fn run_merge<'a>(
     });
     match &result {
         Ok(()) => {
-            if let Some((level, files)) = spec.inputs.first()
-                && let Some((_, largest)) = key_range(&st.versions.current(), files)
-            {
-                set_pointer(&mut st, *level, &largest);
+            if let Some((level, largest)) = &pointer {
+                set_pointer(&mut st, *level, largest);
             }
             inner.install_super_version(&st);
         }

@@ -1,0 +1,117 @@
+//! What the operating system says about the process and the database directory.
+//!
+//! `/proc/self/io` (Linux) counts bytes the process asked to read and write (`rchar`, `wchar`)
+//! and bytes it caused to be fetched from or sent to storage (`read_bytes`, `write_bytes`; the
+//! latter counted when pages are dirtied, so it includes WAL pages deleted before write-back,
+//! which `cancelled_write_bytes` counts when the deletion happens). Elsewhere the counters are
+//! unavailable.
+
+use std::path::Path;
+
+/// A reading of `/proc/self/io`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Bytes passed to read-like system calls.
+    pub rchar: u64,
+    /// Bytes passed to write-like system calls.
+    pub wchar: u64,
+    /// Bytes fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes sent (or to be sent) to storage.
+    pub write_bytes: u64,
+    /// Bytes of `write_bytes` that never reached storage (their file was truncated or deleted).
+    pub cancelled_write_bytes: u64,
+}
+
+impl IoCounters {
+    /// The current counters, or `None` where `/proc/self/io` cannot be read.
+    pub fn now() -> Option<IoCounters> {
+        let text = std::fs::read_to_string("/proc/self/io").ok()?;
+        Some(Self::parse(&text))
+    }
+
+    fn parse(text: &str) -> IoCounters {
+        let mut c = IoCounters::default();
+        for line in text.lines() {
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            let Ok(value) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            match name.trim() {
+                "rchar" => c.rchar = value,
+                "wchar" => c.wchar = value,
+                "read_bytes" => c.read_bytes = value,
+                "write_bytes" => c.write_bytes = value,
+                "cancelled_write_bytes" => c.cancelled_write_bytes = value,
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// Counters accumulated from `earlier` to `self`.
+    pub fn since(&self, earlier: &IoCounters) -> IoCounters {
+        IoCounters {
+            rchar: self.rchar.saturating_sub(earlier.rchar),
+            wchar: self.wchar.saturating_sub(earlier.wchar),
+            read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+            cancelled_write_bytes: self
+                .cancelled_write_bytes
+                .saturating_sub(earlier.cancelled_write_bytes),
+        }
+    }
+}
+
+/// Bytes the files directly inside `dir` occupy on disk (allocated blocks; file lengths where
+/// blocks are not known). Unreadable entries count as 0.
+pub fn disk_usage(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| allocated_bytes(&m))
+        .sum()
+}
+
+#[cfg(unix)]
+fn allocated_bytes(m: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    m.blocks() * 512
+}
+
+#[cfg(not(unix))]
+fn allocated_bytes(m: &std::fs::Metadata) -> u64 {
+    m.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_io_is_parsed_and_subtracted() {
+        let a = IoCounters::parse(
+            "rchar: 10\nwchar: 20\nsyscr: 1\nread_bytes: 4096\nwrite_bytes: 8192\n\
+             cancelled_write_bytes: 4096\n",
+        );
+        assert_eq!(a.wchar, 20);
+        assert_eq!((a.write_bytes, a.cancelled_write_bytes), (8192, 4096));
+        let b = IoCounters { wchar: 25, ..a };
+        assert_eq!(b.since(&a).wchar, 5);
+        assert_eq!(a.since(&b).wchar, 0);
+    }
+
+    #[test]
+    fn disk_usage_counts_allocated_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(disk_usage(dir.path()), 0);
+        std::fs::write(dir.path().join("f"), vec![1u8; 10_000]).unwrap();
+        assert!(disk_usage(dir.path()) >= 10_000);
+        assert_eq!(disk_usage(&dir.path().join("missing")), 0);
+    }
+}

@@ -1,0 +1,200 @@
+//! The `screedb` binary end to end: key-value commands, errors, dumps, check and a tiny bench.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use screedb::{Db, Options};
+
+fn screedb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_screedb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = screedb(args);
+    assert!(
+        out.status.success(),
+        "screedb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn db_arg(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+fn files(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| pred(p.file_name().unwrap().to_str().unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn put_get_delete_scan_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = db_arg(&dir);
+    let out = screedb(&["put", "--db", &db, "a", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no --create: the database is missing"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--create"));
+
+    ok(&["put", "--db", &db, "--create", "apple", "red"]);
+    ok(&["put", "--db", &db, "banana", "yellow"]);
+    ok(&["put", "--db", &db, "cherry", "dark red"]);
+    ok(&["put", "--db", &db, "--escaped", "bin\\x00key", "tab\\there"]);
+    assert_eq!(ok(&["get", "--db", &db, "banana"]), "yellow\n");
+    ok(&["delete", "--db", &db, "banana"]);
+    assert_eq!(
+        ok(&["scan", "--db", &db]),
+        "apple\tred\nbin\\x00key\ttab\\there\ncherry\tdark red\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--from", "b", "--to", "cherry"]),
+        "bin\\x00key\ttab\\there\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--prefix", "ch"]),
+        "cherry\tdark red\n"
+    );
+    assert_eq!(ok(&["scan", "--db", &db, "--limit", "1"]), "apple\tred\n");
+    assert_eq!(
+        ok(&["get", "--db", &db, "--escaped", "bin\\x00key"]),
+        "tab\\there\n"
+    );
+}
+
+#[test]
+fn get_of_a_missing_key_exits_1_with_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_arg(tmp.path());
+    ok(&["put", "--db", &db, "--create", "k", "v"]);
+    let out = screedb(&["get", "--db", &db, "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("not found"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+}
+
+#[test]
+fn a_database_open_elsewhere_is_reported_as_locked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_arg(tmp.path());
+    let open = Db::open(tmp.path(), Options::default().create_if_missing(true)).unwrap();
+    for args in [
+        vec!["get", "--db", &db, "k"],
+        vec!["put", "--db", &db, "k", "v"],
+        vec!["check", "--db", &db],
+    ] {
+        let out = screedb(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("locked by another process"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    open.close().unwrap();
+    ok(&["check", "--db", &db]);
+}
+
+/// A closed database with tables, a manifest and a WAL holding the last writes.
+fn populated(dir: &Path) {
+    let options = Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir, options).unwrap();
+    for i in 0..1000u32 {
+        db.put(format!("key{i:05}"), format!("value{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    db.put(b"late", b"in the wal").unwrap();
+    db.delete(b"key00001").unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn dumps_and_check_describe_a_real_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    populated(tmp.path());
+
+    let log = &files(tmp.path(), |n| n.ends_with(".log"))[0];
+    let wal = ok(&["dump-wal", log.to_str().unwrap()]);
+    assert!(wal.contains("put\tlate\tin the wal"), "{wal}");
+    assert!(wal.contains("del\tkey00001"), "{wal}");
+    assert!(wal.contains("2 records, 2 updates"), "{wal}");
+
+    let table = &files(tmp.path(), |n| n.ends_with(".sst"))[0];
+    let dump = ok(&["dump-table", table.to_str().unwrap(), "--limit", "3"]);
+    assert!(dump.contains("entries"), "{dump}");
+    assert!(dump.contains("key00000\t1\tput\tvalue0"), "{dump}");
+    assert!(dump.contains("... 997 more"), "{dump}");
+
+    let manifest = &files(tmp.path(), |n| n.starts_with("MANIFEST-"))[0];
+    let dump = ok(&["dump-manifest", manifest.to_str().unwrap()]);
+    assert!(dump.contains("comparator"), "{dump}");
+    assert!(dump.contains("add L0 table"), "{dump}");
+    assert!(dump.contains("last sequence 1002"), "{dump}");
+
+    let check = ok(&["check", "--db", &db_arg(tmp.path())]);
+    assert!(check.contains(": OK"), "{check}");
+    assert!(check.contains("1000 entries"), "{check}");
+    assert!(check.contains("2 records"), "{check}");
+
+    let stats = ok(&["stats", "--db", &db_arg(tmp.path())]);
+    assert!(stats.contains("write amplification"), "{stats}");
+    assert!(stats.contains("L0:"), "{stats}");
+}
+
+#[test]
+fn damaged_files_give_the_engines_corruption_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    populated(tmp.path());
+    let table = files(tmp.path(), |n| n.ends_with(".sst"))[0].clone();
+    let mut bytes = std::fs::read(&table).unwrap();
+    let mid = bytes.len() / 3;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&table, bytes).unwrap();
+    let name = table.file_name().unwrap().to_str().unwrap();
+
+    let out = screedb(&["check", "--db", &db_arg(tmp.path())]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("corruption in") && err.contains(name), "{err}");
+
+    let out = screedb(&["dump-table", table.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("corruption in") && err.contains(name), "{err}");
+
+    let out = screedb(&["dump-wal", tmp.path().join("nope.log").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("nope.log"));
+}
+
+#[test]
+fn a_tiny_bench_runs() {
+    let out = ok(&["bench", "--num=2000", "--benchmarks=fillrandom,readrandom"]);
+    assert!(out.contains("fillrandom"), "{out}");
+    assert!(out.contains("readrandom"), "{out}");
+    assert!(out.contains("of 2000"), "found column: {out}");
+    let out = screedb(&["bench", "--benchmarks=nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("unknown benchmark")
+    );
+}
