@@ -142,7 +142,10 @@ fn properties_and_stats_survive_reopen() {
         .unwrap();
     // The range covers every key: its size is most of the bytes on disk (values compress well).
     let on_disk: u64 = before.bytes_per_level.iter().sum();
-    assert!(sizes[0] * 2 >= on_disk && sizes[0] <= on_disk, "{sizes:?} of {on_disk}");
+    assert!(
+        sizes[0] * 2 >= on_disk && sizes[0] <= on_disk,
+        "{sizes:?} of {on_disk}"
+    );
     assert_eq!(sizes[1], 0);
     db.close().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();

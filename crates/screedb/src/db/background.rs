@@ -196,8 +196,8 @@ fn run_merge<'a>(
     let ctx = job_context(inner, &snapshots, &alloc);
     let result = job::merge(&ctx, &version, &spec);
 
-    // Drop the inputs' `Arc<FileMeta>`s before the edit is installed: a table is deleted when the
-    // last *version* holding it drops, so no other holder may outlive the old version.
+    // Let go of the inputs before the edit is installed, so they are deleted as soon as the old
+    // version (and any iterator on it) is gone rather than when this function returns.
     let input_numbers: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
     let output_level = spec.output_level;
     let pointer = spec
