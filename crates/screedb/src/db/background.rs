@@ -16,8 +16,9 @@ use super::{DbInner, DbState};
 use crate::compaction::{Choice, MergeSpec, job, key_range};
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::manifest::VersionEdit;
+use crate::manifest::{FileMeta, VersionEdit};
 use crate::sync::{lock, wait, wait_timeout};
+use crate::version::Version;
 use std::sync::MutexGuard;
 
 /// Body of a background thread.
@@ -291,7 +292,10 @@ pub(super) fn compact_range(
     let last_level = inner.options.num_levels - 1;
     for level in 0..last_level {
         let version = st.versions.current();
-        let inputs = version.overlapping(level, start, end);
+        let mut inputs = version.overlapping(level, start, end);
+        if level == 0 {
+            inputs = expand_level0(&version, inputs);
+        }
         if inputs.is_empty() {
             continue;
         }
@@ -316,4 +320,18 @@ pub(super) fn compact_range(
     st.manual_running = false;
     inner.bg_cv.notify_all();
     result
+}
+
+/// Grows a set of level-0 inputs until no other level-0 table overlaps its key range. Level-0
+/// tables overlap each other: moving a newer table below an older one holding the same key would
+/// let the older value shadow the newer one.
+fn expand_level0(version: &Version, mut inputs: Vec<Arc<FileMeta>>) -> Vec<Arc<FileMeta>> {
+    while let Some((s, l)) = key_range(version, &inputs) {
+        let grown = version.overlapping(0, Some(&s), Some(&l));
+        if grown.len() == inputs.len() {
+            break;
+        }
+        inputs = grown;
+    }
+    inputs
 }
