@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::stats::Counters;
-use super::write::make_room_for_write;
+use super::write::switch_for_flush;
 use super::{DbInner, DbState};
 use crate::compaction::{Choice, MergeSpec, job, key_range};
 use crate::error::{Error, Result};
@@ -236,8 +236,7 @@ fn run_merge<'a>(
 /// Switches the memtable (if non-empty) and waits until every immutable memtable is flushed.
 pub(super) fn flush_and_wait(inner: &DbInner) -> Result<()> {
     inner.check_open()?;
-    let st = lock(&inner.state);
-    let (room, mut st) = make_room_for_write(inner, st, true);
+    let (room, mut st) = switch_for_flush(inner);
     room?;
     inner.bg_cv.notify_all();
     while !st.imms.is_empty() {

@@ -70,6 +70,30 @@ pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
     result
 }
 
+/// Switches the memtable for a flush (if it is not empty), taking a turn in the writer queue
+/// like a writer with no batch: the switch must not happen while a leader appends to the WAL and
+/// inserts into the memtable outside the mutex. Returns the result and the state, still locked.
+pub(super) fn switch_for_flush(inner: &DbInner) -> (Result<()>, MutexGuard<'_, DbState>) {
+    let writer = Arc::new(Writer {
+        // No batch: a leader's group stops before this writer (see `build_group`).
+        batch: Mutex::new(None),
+        sync: false,
+        done: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut st = lock(&inner.state);
+    st.writers.push_back(Arc::clone(&writer));
+    while !st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
+        st = wait(&writer.cv, st);
+    }
+    let (result, mut st) = make_room_for_write(inner, st, true);
+    st.writers.pop_front();
+    if let Some(next) = st.writers.front() {
+        next.cv.notify_one();
+    }
+    (result, st)
+}
+
 /// Commits the group led by the front writer. Returns the re-locked state, the number of writers
 /// in the group and the group's result.
 fn lead<'a>(
