@@ -83,6 +83,8 @@ impl<'a> VersionBuilder<'a> {
             }
             levels.push(files);
         }
+        let obsolete = Arc::clone(&self.base.obsolete);
+        obsolete.acquire(levels.iter().flatten().map(|f| f.number));
         Version {
             icmp,
             levels,
@@ -91,7 +93,7 @@ impl<'a> VersionBuilder<'a> {
                 .into_iter()
                 .map(|g| g.into_iter().collect())
                 .collect(),
-            obsolete: Arc::clone(&self.base.obsolete),
+            obsolete,
         }
     }
 }

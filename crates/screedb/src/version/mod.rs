@@ -3,7 +3,7 @@
 //! A [`Version`] is immutable; a compaction or flush produces a [`crate::manifest::VersionEdit`]
 //! that [`VersionSet`] applies to the current version to get the next one. Readers and iterators
 //! hold an `Arc<Version>`; a table removed by an edit is deleted from disk when the last version
-//! holding it is dropped (see [`obsolete`]).
+//! holding its number is dropped (see [`obsolete`]).
 //!
 //! Levels: level 0 holds tables in flush order, newest first, whose key ranges may overlap.
 //! Levels >= 1 hold tables sorted by smallest key whose ranges do not overlap (leveled layout).
@@ -56,14 +56,8 @@ impl std::fmt::Debug for Version {
 
 impl Drop for Version {
     fn drop(&mut self) {
-        for level in self.levels.drain(..) {
-            for file in level {
-                // `into_inner` succeeds for exactly one holder: the last reference.
-                if let Some(meta) = Arc::into_inner(file) {
-                    self.obsolete.release(meta.number);
-                }
-            }
-        }
+        self.obsolete
+            .release(self.levels.iter().flatten().map(|f| f.number));
     }
 }
 

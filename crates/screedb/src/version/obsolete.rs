@@ -1,12 +1,16 @@
 //! Deleting tables as soon as nothing references them.
 //!
-//! When an edit removes a table from the current version, its number is marked obsolete here.
-//! Every [`super::Version`] holds its tables as `Arc<FileMeta>`; when the last holder drops
-//! (the last version or iterator that could read the table), [`ObsoleteFiles::release`] runs and
-//! the file is deleted if it was marked. A table that is dropped without being marked (the database
-//! closing, a table moved to another level under the same number) is kept.
+//! Every [`super::Version`] registers the table numbers it holds here when it is built
+//! ([`ObsoleteFiles::acquire`]) and unregisters them when it is dropped
+//! ([`ObsoleteFiles::release`]); readers and iterators keep tables alive by holding a version.
+//! When an edit removes a table from the current version, its number is marked obsolete; the file
+//! is deleted when the last version holding that number is dropped. Counting by number (not by
+//! `Arc<FileMeta>`) matters: a table moved to another level appears in two versions as two
+//! different `FileMeta` values, and compaction jobs hold `Arc<FileMeta>` clones of their inputs
+//! outside any version. A table that is dropped without being marked (the database closing, a
+//! table moved to another level under the same number) is kept.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,12 +20,19 @@ use crate::fs::Fs;
 use crate::sync::lock;
 use crate::table::TableCache;
 
+/// How many versions hold each table, and the tables waiting for their last holder.
+#[derive(Debug, Default)]
+struct Refs {
+    held: HashMap<u64, usize>,
+    marked: HashSet<u64>,
+}
+
 /// Tables removed from the current version, waiting for their last reader.
 pub struct ObsoleteFiles {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     tables: Arc<TableCache>,
-    marked: Mutex<HashSet<u64>>,
+    state: Mutex<Refs>,
     deleted: AtomicU64,
     failed: AtomicU64,
 }
@@ -29,7 +40,7 @@ pub struct ObsoleteFiles {
 impl std::fmt::Debug for ObsoleteFiles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObsoleteFiles")
-            .field("marked", &lock(&self.marked).len())
+            .field("marked", &lock(&self.state).marked.len())
             .finish()
     }
 }
@@ -41,7 +52,7 @@ impl ObsoleteFiles {
             fs,
             dir,
             tables,
-            marked: Mutex::new(HashSet::new()),
+            state: Mutex::new(Refs::default()),
             deleted: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
@@ -50,20 +61,44 @@ impl ObsoleteFiles {
     /// Marks `number` for deletion once no version holds it.
     /// REQUIRES: called before the version that dropped the table is installed.
     pub fn mark(&self, number: u64) {
-        lock(&self.marked).insert(number);
+        lock(&self.state).marked.insert(number);
     }
 
-    /// Called when the last reference to table `number` is dropped.
-    pub fn release(&self, number: u64) {
-        if !lock(&self.marked).remove(&number) {
-            return;
+    /// Registers a version holding the tables `numbers`.
+    pub fn acquire(&self, numbers: impl IntoIterator<Item = u64>) {
+        let mut state = lock(&self.state);
+        for n in numbers {
+            *state.held.entry(n).or_insert(0) += 1;
         }
-        self.tables.evict(number);
-        match self.fs.remove(&filename::table_file(&self.dir, number)) {
-            Ok(()) => self.deleted.fetch_add(1, Ordering::Relaxed),
-            // The file will be found and removed by the sweep at the next open.
-            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
-        };
+    }
+
+    /// Called when a version holding the tables `numbers` is dropped: deletes each marked table
+    /// no other version holds.
+    pub fn release(&self, numbers: impl IntoIterator<Item = u64>) {
+        let mut unused = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            for n in numbers {
+                let Some(count) = state.held.get_mut(&n) else {
+                    continue;
+                };
+                *count -= 1;
+                if *count == 0 {
+                    state.held.remove(&n);
+                    if state.marked.remove(&n) {
+                        unused.push(n);
+                    }
+                }
+            }
+        }
+        for number in unused {
+            self.tables.evict(number);
+            match self.fs.remove(&filename::table_file(&self.dir, number)) {
+                Ok(()) => self.deleted.fetch_add(1, Ordering::Relaxed),
+                // The file will be found and removed by the sweep at the next open.
+                Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
+            };
+        }
     }
 
     /// Tables deleted so far, and deletions that failed.
