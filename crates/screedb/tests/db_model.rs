@@ -608,7 +608,7 @@ fn model_memfs() {
             label: "memfs",
         };
         let fs = Arc::new(MemFs::new());
-        let h = run(seed, steps(2500), Path::new("/db"), Some(fs));
+        let h = run(seed, steps(5000), Path::new("/db"), Some(fs));
         finish(h);
         if env_u64("SCREEDB_MODEL_SEED").is_some() {
             break;
@@ -624,6 +624,6 @@ fn model_real_dir() {
         label: "real dir",
     };
     let dir = tempfile::tempdir().unwrap();
-    let h = run(seed, steps(2500) / 3, &dir.path().join("db"), None);
+    let h = run(seed, steps(5000) / 4, &dir.path().join("db"), None);
     finish(h);
 }
