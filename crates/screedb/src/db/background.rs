@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
 use crate::sync::{lock, wait, wait_timeout};
+use crate::version::{FileRef, Version};
 use std::sync::MutexGuard;
 
 /// Body of a background thread.
@@ -302,7 +303,10 @@ pub(super) fn compact_range(
     let last_level = inner.options.num_levels - 1;
     for level in 0..last_level {
         let version = st.versions.current();
-        let inputs = version.overlapping(level, start, end);
+        let mut inputs = version.overlapping(level, start, end);
+        if level == 0 {
+            inputs = expand_level0(&version, inputs);
+        }
         if inputs.is_empty() {
             continue;
         }
@@ -327,4 +331,18 @@ pub(super) fn compact_range(
     st.manual_running = false;
     inner.bg_cv.notify_all();
     result
+}
+
+/// Grows a set of level-0 inputs until no other level-0 table overlaps its key range. Level-0
+/// tables overlap each other: moving a newer table below an older one holding the same key would
+/// let the older value shadow the newer one.
+fn expand_level0(version: &Version, mut inputs: Vec<FileRef>) -> Vec<FileRef> {
+    while let Some((s, l)) = key_range(version, &inputs) {
+        let grown = version.overlapping(0, Some(&s), Some(&l));
+        if grown.len() == inputs.len() {
+            break;
+        }
+        inputs = grown;
+    }
+    inputs
 }

@@ -1,6 +1,6 @@
 //! Applying version edits to a version.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{FileRef, TableFile, Version};
@@ -13,6 +13,8 @@ pub struct VersionBuilder<'a> {
     deleted: Vec<HashSet<u64>>,
     added: Vec<Vec<FileRef>>,
     guards: Vec<BTreeSet<Vec<u8>>>,
+    /// Tables of the base version that the edits removed (a re-added one is a move).
+    removed: HashMap<u64, FileRef>,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -26,6 +28,7 @@ impl<'a> VersionBuilder<'a> {
             guards: (0..n)
                 .map(|l| base.guards(l).iter().cloned().collect())
                 .collect(),
+            removed: HashMap::new(),
         }
     }
 
@@ -43,13 +46,22 @@ impl<'a> VersionBuilder<'a> {
         };
         for &(level, number) in &edit.deleted_files {
             let level = check(level)?;
+            if let Some(f) = self.base.files(level).iter().find(|f| f.number == number) {
+                self.removed.insert(number, Arc::clone(f));
+            }
             self.deleted[level].insert(number);
             self.added[level].retain(|f| f.number != number);
         }
         for (level, meta) in &edit.new_files {
             let level = check(*level)?;
             self.deleted[level].remove(&meta.number);
-            self.added[level].push(TableFile::new(meta.clone(), &self.base.obsolete));
+            // A table moved to another level keeps its one `TableFile`: versions before and after
+            // the move share it, so it is released only when neither can read it any more.
+            let file = match self.removed.get(&meta.number) {
+                Some(existing) => Arc::clone(existing),
+                None => TableFile::new(meta.clone(), &self.base.obsolete),
+            };
+            self.added[level].push(file);
         }
         for (level, key) in &edit.removed_guards {
             self.guards[check(*level)?].remove(key);
