@@ -121,10 +121,7 @@ fn reader(db: &Db, id: u64, stop: &AtomicBool) -> u64 {
 
 /// A full scan at `seq` (`None` = now), checked for order and for pairs split across versions.
 fn checked_scan(db: &Db, seq: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let ro = ReadOptions {
-        snapshot: seq,
-        ..ReadOptions::default()
-    };
+    let ro = ReadOptions { snapshot: seq };
     let mut it = db.iter(&ro).unwrap();
     let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     it.seek_to_first();
@@ -172,7 +169,6 @@ fn scanner(db: &Db, id: u64, stop: &AtomicBool, flushes: &AtomicU64) -> u64 {
         // Point reads at the snapshot agree with the scan.
         let ro = ReadOptions {
             snapshot: Some(snap.sequence()),
-            ..ReadOptions::default()
         };
         for (k, v) in first.iter().step_by(7) {
             assert_eq!(db.get_with(k, &ro).unwrap().as_ref(), Some(v));

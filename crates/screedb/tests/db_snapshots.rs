@@ -24,7 +24,6 @@ fn options(fs: &Arc<MemFs>) -> Options {
 fn at(seq: u64) -> ReadOptions {
     ReadOptions {
         snapshot: Some(seq),
-        ..ReadOptions::default()
     }
 }
 
@@ -256,4 +255,35 @@ fn iterator_outlives_compaction_then_releases_obsolete_tables() {
         "{remaining:?}"
     );
     assert_eq!(db.get("key0042").unwrap().as_deref(), Some(&b"after"[..]));
+}
+
+#[test]
+fn full_compaction_drops_tombstones_and_shadowed_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default().create_if_missing(true)).unwrap();
+    for round in 0..3u32 {
+        for i in 0..500u32 {
+            db.put(format!("k{i:04}"), format!("v{round}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in 0..250u32 {
+        db.delete(format!("k{i:04}")).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.compact_range(None, None).unwrap(); // a second full compaction is harmless
+    let stats = db.stats();
+    let last = stats.files_per_level.len() - 1;
+    assert!(stats.files_per_level[last] > 0, "{stats}");
+    assert_eq!(
+        stats.files_per_level[..last].iter().sum::<usize>(),
+        0,
+        "{stats}"
+    );
+    let live: Vec<_> = db.range::<&[u8]>(..).unwrap().collect();
+    assert_eq!(live.len(), 250);
+    db.close().unwrap();
+    // Only the 250 live keys remain on disk, one version each, and no tombstones.
+    let report = screedb::check::check_database(dir.path(), &Options::default()).unwrap();
+    assert_eq!((report.entries, report.deletions), (250, 0), "{report:?}");
 }

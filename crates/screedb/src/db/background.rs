@@ -283,8 +283,9 @@ pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
     }
 }
 
-/// Merges every table overlapping `[start, end]` level by level into the level below, down to
-/// the last level holding data. Runs in the caller's thread, with background compactions paused.
+/// Merges every table overlapping `[start, end]` level by level into the level below, then
+/// rewrites the overlapping tables of the last level in place. Runs in the caller's thread, with
+/// background compactions paused.
 pub(super) fn compact_range(
     inner: &DbInner,
     start: Option<&[u8]>,
@@ -301,7 +302,9 @@ pub(super) fn compact_range(
     }
     let mut result = Ok(());
     let last_level = inner.options.num_levels - 1;
-    for level in 0..last_level {
+    // Each level's overlapping tables merge into the level below; the last level's are then
+    // rewritten in place, which drops what no snapshot can see (shadowed versions, tombstones).
+    for level in 0..=last_level {
         let version = st.versions.current();
         let mut inputs = version.overlapping(level, start, end);
         if level == 0 {
@@ -310,15 +313,18 @@ pub(super) fn compact_range(
         if inputs.is_empty() {
             continue;
         }
-        let (s, l) = key_range(&version, &inputs).unwrap_or_default();
-        let below = version.overlapping(level + 1, Some(&s), Some(&l));
+        let output_level = (level + 1).min(last_level);
         let mut spec = MergeSpec {
             inputs: vec![(level, inputs)],
-            output_level: level + 1,
+            output_level,
             target_file_size: inner.options.target_file_size,
         };
-        if !below.is_empty() {
-            spec.inputs.push((level + 1, below));
+        if output_level != level {
+            let (s, l) = key_range(&version, spec.all_inputs()).unwrap_or_default();
+            let below = version.overlapping(output_level, Some(&s), Some(&l));
+            if !below.is_empty() {
+                spec.inputs.push((output_level, below));
+            }
         }
         drop(version);
         let (r, guard) = run_merge(inner, st, spec);

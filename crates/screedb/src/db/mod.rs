@@ -209,10 +209,10 @@ impl Db {
 
     /// A snapshot of the current state, released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(
-            Arc::clone(&self.inner.snapshots),
-            self.inner.visible_sequence.load(Ordering::Acquire),
-        )
+        let visible = &self.inner.visible_sequence;
+        Snapshot::new(Arc::clone(&self.inner.snapshots), || {
+            visible.load(Ordering::Acquire)
+        })
     }
 
     /// A cursor over the database as of `options.snapshot` (or now). It starts unpositioned:
@@ -285,8 +285,8 @@ impl Db {
         background::flush_and_wait(&self.inner)
     }
 
-    /// Compacts every table overlapping `[start, end]` (`None` = unbounded) down the levels, and
-    /// waits until it is done.
+    /// Compacts every table overlapping `[start, end]` (`None` = unbounded) down the levels and
+    /// rewrites the last level's, dropping every version no snapshot can see; waits until done.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         background::compact_range(&self.inner, start, end)

@@ -13,10 +13,6 @@ pub struct SnapshotList {
 }
 
 impl SnapshotList {
-    fn acquire(&self, seq: SequenceNumber) {
-        *lock(&self.live).entry(seq).or_insert(0) += 1;
-    }
-
     fn release(&self, seq: SequenceNumber) {
         let mut live = lock(&self.live);
         if let Some(n) = live.get_mut(&seq) {
@@ -42,8 +38,16 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(list: Arc<SnapshotList>, seq: SequenceNumber) -> Self {
-        list.acquire(seq);
+    /// Registers a snapshot at the sequence `current()` returns. `current` is read while the list
+    /// is locked, so a compaction reading the list either sees this snapshot or started before
+    /// the sequence was read (and then keeps everything it can see anyway).
+    pub(crate) fn new(list: Arc<SnapshotList>, current: impl FnOnce() -> SequenceNumber) -> Self {
+        let seq = {
+            let mut live = lock(&list.live);
+            let seq = current();
+            *live.entry(seq).or_insert(0) += 1;
+            seq
+        };
         Snapshot { seq, list }
     }
 
