@@ -103,18 +103,6 @@ pub fn get(arg: &DbArg, key: OsString, out: &mut dyn Write) -> CliResult {
     }
 }
 
-/// The smallest key after every key starting with `prefix`, if any (bytewise order).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
 /// The start of a scan: the later of `--from` (inclusive) and `--prefix`.
 fn scan_start(from: Option<Vec<u8>>, prefix: Option<&[u8]>) -> Bound<Vec<u8>> {
     match (from, prefix.map(<[u8]>::to_vec)) {
@@ -126,7 +114,10 @@ fn scan_start(from: Option<Vec<u8>>, prefix: Option<&[u8]>) -> Bound<Vec<u8>> {
 
 /// The end of a scan: the earlier of `--to` (exclusive) and the end of `--prefix`.
 fn scan_end(to: Option<Vec<u8>>, prefix: Option<&[u8]>) -> Bound<Vec<u8>> {
-    match (to, prefix.and_then(prefix_successor)) {
+    match (
+        to,
+        prefix.and_then(screedb::comparator::bytewise_prefix_successor),
+    ) {
         (None, None) => Bound::Unbounded,
         (Some(k), None) | (None, Some(k)) => Bound::Excluded(k),
         (Some(a), Some(b)) => Bound::Excluded(a.min(b)),
@@ -157,9 +148,18 @@ mod tests {
 
     #[test]
     fn prefix_successors_skip_trailing_ff() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        assert_eq!(
+            screedb::comparator::bytewise_prefix_successor(b"ab"),
+            Some(b"ac".to_vec())
+        );
+        assert_eq!(
+            screedb::comparator::bytewise_prefix_successor(b"a\xff"),
+            Some(b"b".to_vec())
+        );
+        assert_eq!(
+            screedb::comparator::bytewise_prefix_successor(b"\xff\xff"),
+            None
+        );
     }
 
     #[test]

@@ -27,7 +27,6 @@ use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::Options;
 use crate::table::{Table, TableCache};
 use crate::version::VersionSet;
-use crate::version::obsolete::ObsoleteFiles;
 use crate::wal::{LogReader, RecoveryMode};
 use crate::write_batch::WriteBatch;
 
@@ -91,18 +90,12 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
         16,
         None,
     ));
-    let obsolete = Arc::new(ObsoleteFiles::new(
-        Arc::clone(&fs),
-        dir.to_path_buf(),
-        tables,
-    ));
     let mut versions = VersionSet::new(
         Arc::clone(&fs),
         dir.to_path_buf(),
         icmp.clone(),
-        options.num_levels,
-        options.max_manifest_file_size,
-        obsolete,
+        tables,
+        options,
     );
     let recovered = versions.recover()?;
     let mut report = CheckReport {

@@ -69,6 +69,19 @@ impl Comparator for BytewiseComparator {
     }
 }
 
+/// The smallest key greater than every key starting with `prefix` in bytewise order, if any
+/// (`None` when the prefix is empty or all `0xff`: no key bounds it).
+pub fn bytewise_prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
 /// The comparator used when none is given.
 pub fn default_comparator() -> Arc<dyn Comparator> {
     Arc::new(BytewiseComparator)

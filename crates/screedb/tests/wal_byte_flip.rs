@@ -8,58 +8,16 @@
     reason = "test helpers panic on unexpected errors"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use screedb::error::{Error, Result};
-use screedb::fs::{Fs, OsFs, RandomAccessFile};
-use screedb::wal::{BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter, RecoveryMode};
+use screedb::error::Error;
+use screedb::wal::{BLOCK_SIZE, HEADER_SIZE, LogReader, RecoveryMode};
 
-/// A read-only file over a vector, so each damaged copy costs no file-system work.
-struct MemRandom(Vec<u8>);
-
-impl RandomAccessFile for MemRandom {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let start = offset as usize;
-        let src = self
-            .0
-            .get(start..start + buf.len())
-            .ok_or_else(|| Error::io("read", "mem", std::io::ErrorKind::UnexpectedEof.into()))?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        self.0.len() as u64
-    }
-}
+mod wal_common;
+use wal_common::{MemRandom, random_bytes, write_log};
 
 const LOG_NAME: &str = "MANIFEST-000005";
-
-fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// Writes `records` through `OsFs`; returns the file's bytes and the log size after each record.
-fn write_log(dir: &Path, records: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
-    let path = dir.join(LOG_NAME);
-    let mut w = LogWriter::new(OsFs.create(&path).unwrap());
-    let mut sizes = Vec::new();
-    for r in records {
-        w.add_record(r).unwrap();
-        sizes.push(w.size());
-    }
-    w.sync().unwrap();
-    drop(w);
-    (screedb::fs::read_all(&OsFs, &path).unwrap(), sizes)
-}
 
 /// What reading a damaged copy produced.
 struct Outcome {
@@ -151,7 +109,7 @@ fn every_byte_of_a_small_log() {
         .enumerate()
         .map(|(i, &n)| random_bytes(n, i as u64))
         .collect();
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
     assert!((2000..3500).contains(&full.len()), "{}", full.len());
     for at in 0..full.len() {
         for mask in [0x01, 0x80, 0xff] {
@@ -170,7 +128,7 @@ fn every_header_and_trailer_byte_and_sampled_payload_of_a_multi_block_log() {
         records.push(random_bytes(i * 397 % 5000, 10 + i as u64));
     }
     records.push(random_bytes(BLOCK_SIZE + 1234, 3));
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
 
     let mut positions: Vec<usize> = (0..full.len()).step_by(211).collect();
     // Every header: record starts (after any trailer) and block starts.

@@ -7,61 +7,17 @@
     reason = "test helpers panic on unexpected errors"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use screedb::error::{Error, Result};
-use screedb::fs::{Fs, OsFs, RandomAccessFile};
-use screedb::wal::{BLOCK_SIZE, HEADER_SIZE, LogReader, LogWriter, RecoveryMode};
+use screedb::fs::{Fs, OsFs};
+use screedb::wal::{BLOCK_SIZE, HEADER_SIZE, LogReader, RecoveryMode};
 
-/// A read-only file over a vector, so each damaged copy costs no file-system work.
-struct MemRandom(Vec<u8>);
-
-impl RandomAccessFile for MemRandom {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let start = offset as usize;
-        let src = self
-            .0
-            .get(start..start + buf.len())
-            .ok_or_else(|| Error::io("read", "mem", std::io::ErrorKind::UnexpectedEof.into()))?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        self.0.len() as u64
-    }
-}
+mod wal_common;
+use wal_common::{MemRandom, random_bytes, write_log};
 
 const LOG_NAME: &str = "000042.log";
-
-/// Deterministic pseudo-random bytes (xorshift), so payloads look like real data.
-fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// Writes `records` through `OsFs`; returns the file's bytes and the log size after each record.
-fn write_log(dir: &Path, records: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
-    let path = dir.join(LOG_NAME);
-    let mut w = LogWriter::new(OsFs.create(&path).unwrap());
-    let mut sizes = Vec::new();
-    for r in records {
-        w.add_record(r).unwrap();
-        sizes.push(w.size());
-    }
-    w.sync().unwrap();
-    drop(w);
-    let bytes = screedb::fs::read_all(&OsFs, &path).unwrap();
-    assert_eq!(bytes.len() as u64, *sizes.last().unwrap_or(&0));
-    (bytes, sizes)
-}
 
 /// Reads `bytes` to the end: the records, and the torn tail's (offset, dropped bytes) if any.
 #[allow(clippy::type_complexity)]
@@ -129,7 +85,7 @@ fn every_cut_in_a_last_record_behind_a_trailer() {
     let dir = tempfile::tempdir().unwrap();
     for gap in [0, 3, 6] {
         let records = records_ending_before_block_end(gap, 2500);
-        let (full, sizes) = write_log(dir.path(), &records);
+        let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
         assert_eq!(sizes[sizes.len() - 2], (BLOCK_SIZE - gap) as u64);
         for cut in sizes[sizes.len() - 2] as usize..=full.len() {
             check_cut(&full, &sizes, &records, cut);
@@ -141,7 +97,7 @@ fn every_cut_in_a_last_record_behind_a_trailer() {
 fn every_cut_in_a_last_record_crossing_a_block() {
     let dir = tempfile::tempdir().unwrap();
     let records = records_ending_before_block_end(1200, 2500);
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
     for cut in sizes[sizes.len() - 2] as usize..=full.len() {
         check_cut(&full, &sizes, &records, cut);
     }
@@ -155,7 +111,7 @@ fn sampled_cuts_in_a_large_last_record_and_in_earlier_records() {
         .collect();
     records.push(random_bytes(3 * BLOCK_SIZE + 500, 7));
     records.push(random_bytes(90_000, 8));
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
     let mut cuts: Vec<usize> = (0..=full.len()).step_by(389).collect();
     for b in (BLOCK_SIZE..full.len()).step_by(BLOCK_SIZE) {
         cuts.extend(b - 8..=b + 8);
@@ -174,7 +130,7 @@ fn appended_zeros_and_garbage_are_a_torn_tail() {
     let dir = tempfile::tempdir().unwrap();
     for gap in [0, 2, 500] {
         let records = records_ending_before_block_end(gap, 10);
-        let (full, sizes) = write_log(dir.path(), &records);
+        let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
         let mut tails: Vec<Vec<u8>> = [1, 2, 6, 7, 8, 100, BLOCK_SIZE, 2 * BLOCK_SIZE + 13]
             .iter()
             .map(|&n| vec![0u8; n])
@@ -206,7 +162,7 @@ fn a_damaged_record_followed_by_a_valid_one_is_an_error_in_both_modes() {
     let records: Vec<Vec<u8>> = (0..6)
         .map(|i| random_bytes(700 * i + 5, i as u64))
         .collect();
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
     // Damage record 2 in its header, its payload and by zeroing it; record 3 onwards stays valid.
     let start = sizes[1] as usize;
     let end = sizes[2] as usize;
@@ -244,7 +200,7 @@ fn a_real_file_with_a_torn_tail_reads_through_os_fs() {
         random_bytes(50_000, 3),
         b"omega".to_vec(),
     ];
-    let (full, sizes) = write_log(dir.path(), &records);
+    let (full, sizes) = write_log(dir.path(), LOG_NAME, &records);
     let path = dir.path().join("torn.log");
     screedb::fs::write_all_synced(&OsFs, &path, &full[..full.len() - 3]).unwrap();
     let file = OsFs.open(&path).unwrap();

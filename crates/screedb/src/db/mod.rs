@@ -275,7 +275,8 @@ impl Db {
     /// `(key, value)` pairs whose keys start with `prefix`, ascending (bytewise comparator).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<RangeIter> {
         let prefix = prefix.as_ref().to_vec();
-        let end = prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let end = crate::comparator::bytewise_prefix_successor(&prefix)
+            .map_or(Bound::Unbounded, Bound::Excluded);
         let it = self.iter(&ReadOptions::default())?;
         Ok(it.into_range(Bound::Included(prefix), end))
     }
@@ -425,16 +426,4 @@ impl DbInner {
             version: st.versions.current(),
         }));
     }
-}
-
-/// The smallest key greater than every key starting with `prefix` (bytewise), if any.
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }

@@ -25,7 +25,6 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table::{BlockCache, TableCache};
 use crate::version::VersionSet;
-use crate::version::obsolete::ObsoleteFiles;
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 use crate::write_batch::WriteBatch;
 
@@ -60,18 +59,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         options.max_open_tables,
         block_cache.clone(),
     ));
-    let obsolete = Arc::new(ObsoleteFiles::new(
-        Arc::clone(&fs),
-        dir.to_path_buf(),
-        Arc::clone(&tables),
-    ));
     let mut versions = VersionSet::new(
         Arc::clone(&fs),
         dir.to_path_buf(),
         icmp.clone(),
-        options.num_levels,
-        options.max_manifest_file_size,
-        obsolete,
+        Arc::clone(&tables),
+        &options,
     );
     let (log_number, prev_log) = if exists {
         let r = versions.recover()?;

@@ -19,6 +19,8 @@ use crate::filename;
 use crate::fs::{self, Fs};
 use crate::key::SequenceNumber;
 use crate::manifest::VersionEdit;
+use crate::options::Options;
+use crate::table::TableCache;
 use crate::version::obsolete::ObsoleteFiles;
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 
@@ -61,15 +63,16 @@ impl std::fmt::Debug for VersionSet {
 }
 
 impl VersionSet {
-    /// An empty version set for the database in `dir`.
+    /// An empty version set for the database in `dir`, whose tables are opened through `tables`.
     pub fn new(
         fs: Arc<dyn Fs>,
         dir: PathBuf,
         icmp: InternalKeyComparator,
-        num_levels: usize,
-        max_manifest_size: u64,
-        obsolete: Arc<ObsoleteFiles>,
+        tables: Arc<TableCache>,
+        options: &Options,
     ) -> Self {
+        let obsolete = Arc::new(ObsoleteFiles::new(Arc::clone(&fs), dir.clone(), tables));
+        let (num_levels, max_manifest_size) = (options.num_levels, options.max_manifest_file_size);
         let current = Arc::new(Version::empty(
             icmp.clone(),
             num_levels,
