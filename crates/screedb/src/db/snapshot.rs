@@ -1,7 +1,8 @@
 //! Snapshots: a sequence number that compaction must keep readable while registered.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::key::SequenceNumber;
 use crate::sync::lock;
@@ -13,10 +14,6 @@ pub struct SnapshotList {
 }
 
 impl SnapshotList {
-    fn acquire(&self, seq: SequenceNumber) {
-        *lock(&self.live).entry(seq).or_insert(0) += 1;
-    }
-
     fn release(&self, seq: SequenceNumber) {
         let mut live = lock(&self.live);
         if let Some(n) = live.get_mut(&seq) {
@@ -25,6 +22,25 @@ impl SnapshotList {
                 live.remove(&seq);
             }
         }
+    }
+
+    /// A snapshot at the current value of `visible`, read under the list lock: a write leader
+    /// holding [`SnapshotList::hold`] while it inserts and publishes a group therefore sees
+    /// every snapshot that can read the state before its group.
+    pub(super) fn acquire_current(self: &Arc<Self>, visible: &AtomicU64) -> Snapshot {
+        let mut live = lock(&self.live);
+        let seq = visible.load(Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
+        Snapshot {
+            seq,
+            list: Arc::clone(self),
+        }
+    }
+
+    /// Locks the list: no snapshot is taken or released until the guard drops.
+    pub(super) fn hold(&self) -> MutexGuard<'_, BTreeMap<SequenceNumber, usize>> {
+        lock(&self.live)
     }
 
     /// Sequence numbers of live snapshots, ascending.
@@ -42,11 +58,6 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(list: Arc<SnapshotList>, seq: SequenceNumber) -> Self {
-        list.acquire(seq);
-        Snapshot { seq, list }
-    }
-
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SequenceNumber {
         self.seq
