@@ -25,12 +25,7 @@ fn options<F: Fs + 'static>(fs: &Arc<F>) -> Options {
 }
 
 fn all(db: &Db, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = db
-        .iter(&ReadOptions {
-            snapshot,
-            ..ReadOptions::default()
-        })
-        .unwrap();
+    let mut it = db.iter(&ReadOptions { snapshot }).unwrap();
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {
@@ -43,7 +38,6 @@ fn all(db: &Db, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn at(seq: u64) -> ReadOptions {
     ReadOptions {
         snapshot: Some(seq),
-        ..ReadOptions::default()
     }
 }
 
@@ -200,7 +194,8 @@ fn drain_racing_flush_loses_nothing() {
     };
     let n = 5000u32;
     for i in 0..n {
-        db.put(format!("k{:05}", i % 1500), format!("v{i}")).unwrap();
+        db.put(format!("k{:05}", i % 1500), format!("v{i}"))
+            .unwrap();
     }
     flusher.join().unwrap();
     let check = |db: &Db| {
@@ -232,6 +227,8 @@ impl Rng {
     }
 }
 
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 #[test]
 fn random_operations_match_a_model_with_snapshots() {
     for seed in 1..=4u64 {
@@ -244,8 +241,8 @@ fn random_operations_match_a_model_with_snapshots() {
         };
         let mut db = Db::open("/db", opts.clone()).unwrap();
         let mut rng = Rng(seed * 0x9e37_79b9);
-        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        let mut snaps: Vec<(screedb::Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+        let mut model = Model::new();
+        let mut snaps: Vec<(screedb::Snapshot, Model)> = Vec::new();
         for step in 0..3000u64 {
             let range = if rng.below(2) == 0 { 4 } else { 60 };
             let key = format!("k{:02}", rng.below(range));
@@ -264,9 +261,16 @@ fn random_operations_match_a_model_with_snapshots() {
                 85..=89 if !snaps.is_empty() => {
                     let i = rng.below(snaps.len() as u64) as usize;
                     let (s, m) = &snaps[i];
-                    assert_eq!(db.get_with(&key, &at(s.sequence())).unwrap().as_ref(), m.get(key.as_bytes()));
+                    assert_eq!(
+                        db.get_with(&key, &at(s.sequence())).unwrap().as_ref(),
+                        m.get(key.as_bytes())
+                    );
                     let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                    assert_eq!(all(&db, Some(s.sequence())), want, "seed {seed} step {step}");
+                    assert_eq!(
+                        all(&db, Some(s.sequence())),
+                        want,
+                        "seed {seed} step {step}"
+                    );
                 }
                 90..=92 if !snaps.is_empty() => {
                     let i = rng.below(snaps.len() as u64) as usize;

@@ -297,7 +297,7 @@ mod tests {
         );
         let now = m.get(b"a").expect("buffered");
         assert_eq!((now.seq, now.kind), (5, ValueKind::Deletion));
-        assert_eq!((m.len(), m.bytes()), (2, 2));
+        assert_eq!((m.len(), m.bytes()), (2, 3));
         // Bytes bound too.
         let small = Membuffer::new(4, 8);
         assert!(matches!(
