@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
 
 mod crash_common;
@@ -139,8 +139,9 @@ fn scans_racing_writers_see_point_in_time_states() {
     }
     db.write(batch, &Default::default()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let rounds_done = Arc::new(AtomicU32::new(0));
     let writer = {
-        let (db, stop) = (db.clone(), stop.clone());
+        let (db, stop, rounds_done) = (db.clone(), stop.clone(), rounds_done.clone());
         thread::spawn(move || {
             let mut round = 1u32;
             while !stop.load(Ordering::Relaxed) {
@@ -152,13 +153,17 @@ fn scans_racing_writers_see_point_in_time_states() {
                     batch.put(format!("k{k:03}"), round.to_le_bytes());
                 }
                 db.write(batch, &Default::default()).unwrap();
+                rounds_done.store(round, Ordering::Relaxed);
                 round += 1;
             }
             round
         })
     };
+    // Scan until both enough scans and enough rounds have happened, however threads are scheduled.
     let scans = if cfg!(debug_assertions) { 200 } else { 2000 };
-    for _ in 0..scans {
+    let mut done = 0;
+    while done < scans || rounds_done.load(Ordering::Relaxed) < 20 {
+        done += 1;
         let rows = all(&db, None);
         assert_eq!(rows.len(), KEYS as usize);
         let values: Vec<u32> = rows
@@ -173,7 +178,7 @@ fn scans_racing_writers_see_point_in_time_states() {
         assert!(values.iter().filter(|v| **v == u32::MAX).count() <= 1);
     }
     stop.store(true, Ordering::Relaxed);
-    assert!(writer.join().unwrap() > 1);
+    assert!(writer.join().unwrap() > 20);
 }
 
 #[test]
