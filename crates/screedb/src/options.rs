@@ -12,6 +12,31 @@ use crate::fs::{Fs, OsFs};
 use crate::key::SequenceNumber;
 use crate::table::{CompressionType, TableOptions};
 
+/// The memory component (see `docs/memory.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Memory {
+    /// A skiplist memtable alone; every write is inserted into it by the write-group leader.
+    #[default]
+    Skiplist,
+    /// FloDB: a membuffer hash table in front of the skiplist, drained into it by a background
+    /// thread with multi-insert; hot keys are overwritten in place when no snapshot needs the
+    /// older version.
+    Flodb,
+}
+
+impl std::str::FromStr for Memory {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "skiplist" => Ok(Memory::Skiplist),
+            "flodb" => Ok(Memory::Flodb),
+            other => Err(Error::invalid(format!(
+                "memory component {other:?} is unknown; expected skiplist or flodb"
+            ))),
+        }
+    }
+}
+
 /// Options given to [`crate::Db::open`].
 #[derive(Clone)]
 pub struct Options {
@@ -31,6 +56,16 @@ pub struct Options {
     pub fs: Arc<dyn Fs>,
 
     // ---- performance ----
+    /// The memory component: a skiplist memtable alone, or FloDB's membuffer (a small hash
+    /// table) in front of it. Default: [`Memory::Skiplist`]. RocksDB: none (`memtable_factory`
+    /// comes closest). See `docs/memory.md`.
+    pub memory: Memory,
+    /// With [`Memory::Flodb`], bytes of keys and values the membuffer holds at most, part of
+    /// `write_buffer_size`. Default: `None`, meaning a quarter of `write_buffer_size`.
+    pub membuffer_size: Option<usize>,
+    /// With [`Memory::Flodb`], entries per membuffer bucket; a write whose bucket is full goes
+    /// to the skiplist. Default: 8.
+    pub membuffer_bucket_entries: usize,
     /// Bytes of writes collected in a memtable before it is flushed to a level-0 table.
     /// Default: 64 MiB. RocksDB: `write_buffer_size`.
     pub write_buffer_size: usize,
@@ -94,6 +129,9 @@ impl Default for Options {
             verify_checksums: true,
             comparator: default_comparator(),
             fs: Arc::new(OsFs),
+            memory: Memory::Skiplist,
+            membuffer_size: None,
+            membuffer_bucket_entries: 8,
             write_buffer_size: 64 << 20,
             max_write_buffers: 2,
             block_size: 4 << 10,
@@ -125,6 +163,9 @@ impl fmt::Debug for Options {
             .field("verify_checksums", &self.verify_checksums)
             .field("comparator", &self.comparator.name())
             .field("fs", &self.fs)
+            .field("memory", &self.memory)
+            .field("membuffer_size", &self.membuffer_size)
+            .field("membuffer_bucket_entries", &self.membuffer_bucket_entries)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffers", &self.max_write_buffers)
             .field("block_size", &self.block_size)
@@ -175,6 +216,15 @@ impl Options {
         check(
             self.write_buffer_size >= 4 << 10,
             "write_buffer_size must be at least 4 KiB",
+        )?;
+        check(
+            self.membuffer_size
+                .is_none_or(|m| m <= self.write_buffer_size),
+            "membuffer_size must be at most write_buffer_size",
+        )?;
+        check(
+            (1..=1024).contains(&self.membuffer_bucket_entries),
+            "membuffer_bucket_entries must be between 1 and 1024",
         )?;
         check(
             self.max_write_buffers >= 2,
@@ -233,6 +283,26 @@ impl Options {
             "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes",
         )?;
         Ok(())
+    }
+
+    /// Bytes the membuffer may hold: `membuffer_size`, or a quarter of `write_buffer_size`.
+    pub fn membuffer_bytes(&self) -> usize {
+        self.membuffer_size.unwrap_or(self.write_buffer_size / 4)
+    }
+
+    /// A new, empty memtable of the kind `memory` selects.
+    pub fn new_memtable(
+        &self,
+        icmp: crate::comparator::InternalKeyComparator,
+    ) -> crate::memtable::MemTable {
+        match self.memory {
+            Memory::Skiplist => crate::memtable::MemTable::new(icmp),
+            Memory::Flodb => crate::memtable::MemTable::with_membuffer(
+                icmp,
+                self.membuffer_bytes(),
+                self.membuffer_bucket_entries,
+            ),
+        }
     }
 
     /// The table format options these options imply.

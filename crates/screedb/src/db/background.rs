@@ -86,6 +86,8 @@ fn flush_oldest<'a>(
     st.jobs_running += 1;
     drop(st);
 
+    // The immutable membuffer takes no more writes: move all of it into the skiplist first.
+    mem.drain(crate::key::MAX_SEQUENCE);
     let snapshots = inner.snapshots.sequences();
     let alloc = || lock(&inner.state).versions.new_file_number();
     let ctx = job_context(inner, &snapshots, &alloc);

@@ -9,6 +9,7 @@
 //! atomic.
 
 mod background;
+mod drain;
 mod iter;
 mod open;
 mod snapshot;
@@ -37,7 +38,7 @@ use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::key;
 use crate::manifest::FileMeta;
 use crate::memtable::{LookupResult, MemTable};
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{Memory, Options, ReadOptions, WriteOptions};
 use crate::sync::lock;
 use crate::table::{BlockCache, TableCache, TableOptions};
 use crate::version::{Lookup, Version, VersionSet};
@@ -128,6 +129,14 @@ impl Db {
                 .map_err(|e| Error::io("spawn background thread", &inner.dir, e))?;
             threads.push(handle);
         }
+        if inner.options.memory == Memory::Flodb {
+            let worker = Arc::clone(&inner);
+            let handle = std::thread::Builder::new()
+                .name("screedb-drain".to_string())
+                .spawn(move || drain::run(&worker))
+                .map_err(|e| Error::io("spawn drain thread", &inner.dir, e))?;
+            threads.push(handle);
+        }
         Ok(Db {
             inner,
             threads: Mutex::new(threads),
@@ -190,11 +199,26 @@ impl Db {
         let inner = &self.inner;
         inner.check_open()?;
         let key = key.as_ref();
-        let sv = inner.super_version.load_full();
+        // The sequence before the super version: every write it covers is then in a memtable
+        // of this super version or in its tables.
         let seq = options
             .snapshot
             .unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        let sv = inner.super_version.load_full();
         for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            if options.snapshot.is_none() && mem.has_membuffer() {
+                // A version older than the newest may have been overwritten in place, so a read
+                // of the latest state takes the newest, once its write group is published (the
+                // leader does that right after inserting). See `docs/memory.md`.
+                let Some((newest, found)) = mem.get_latest(key) else {
+                    continue;
+                };
+                drain::wait_visible(inner, newest);
+                return Ok(match found {
+                    LookupResult::Found(v) => Some(v),
+                    LookupResult::Deleted | LookupResult::NotFound => None,
+                });
+            }
             match mem.get(key, seq) {
                 LookupResult::Found(v) => return Ok(Some(v)),
                 LookupResult::Deleted => return Ok(None),
@@ -209,10 +233,9 @@ impl Db {
 
     /// A snapshot of the current state, released when dropped.
     pub fn snapshot(&self) -> Snapshot {
-        let visible = &self.inner.visible_sequence;
-        Snapshot::new(Arc::clone(&self.inner.snapshots), || {
-            visible.load(Ordering::Acquire)
-        })
+        self.inner
+            .snapshots
+            .acquire_current(&self.inner.visible_sequence)
     }
 
     /// A cursor over the database as of `options.snapshot` (or now). It starts unpositioned:
@@ -220,10 +243,21 @@ impl Db {
     pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
         let inner = &self.inner;
         inner.check_open()?;
+        // Register the read sequence (so no buffered version it can see is overwritten in
+        // place), move the membuffers' entries up to it into the skiplists, then iterate the
+        // skiplists only. See `docs/memory.md`.
+        let pin = (options.snapshot.is_none() && inner.options.memory == Memory::Flodb)
+            .then(|| inner.snapshots.acquire_current(&inner.visible_sequence));
+        let seq = match (&pin, options.snapshot) {
+            (Some(p), _) => p.sequence(),
+            (None, Some(s)) => s,
+            (None, None) => inner.visible_sequence.load(Ordering::Acquire),
+        };
         let sv = inner.super_version.load_full();
-        let seq = options
-            .snapshot
-            .unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            mem.drain(seq);
+        }
+        drop(pin);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for imm in &sv.imms {

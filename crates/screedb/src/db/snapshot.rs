@@ -1,7 +1,8 @@
 //! Snapshots: a sequence number that compaction must keep readable while registered.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::key::SequenceNumber;
 use crate::sync::lock;
@@ -23,6 +24,25 @@ impl SnapshotList {
         }
     }
 
+    /// A snapshot at the current value of `visible`, read under the list lock: a write leader
+    /// holding [`SnapshotList::hold`] while it inserts and publishes a group therefore sees
+    /// every snapshot that can read the state before its group.
+    pub(super) fn acquire_current(self: &Arc<Self>, visible: &AtomicU64) -> Snapshot {
+        let mut live = lock(&self.live);
+        let seq = visible.load(Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
+        Snapshot {
+            seq,
+            list: Arc::clone(self),
+        }
+    }
+
+    /// Locks the list: no snapshot is taken or released until the guard drops.
+    pub(super) fn hold(&self) -> MutexGuard<'_, BTreeMap<SequenceNumber, usize>> {
+        lock(&self.live)
+    }
+
     /// Sequence numbers of live snapshots, ascending.
     pub fn sequences(&self) -> Vec<SequenceNumber> {
         lock(&self.live).keys().copied().collect()
@@ -38,19 +58,6 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Registers a snapshot at the sequence `current()` returns. `current` is read while the list
-    /// is locked, so a compaction reading the list either sees this snapshot or started before
-    /// the sequence was read (and then keeps everything it can see anyway).
-    pub(crate) fn new(list: Arc<SnapshotList>, current: impl FnOnce() -> SequenceNumber) -> Self {
-        let seq = {
-            let mut live = lock(&list.live);
-            let seq = current();
-            *live.entry(seq).or_insert(0) += 1;
-            seq
-        };
-        Snapshot { seq, list }
-    }
-
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SequenceNumber {
         self.seq

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use super::{DbInner, DbState, Immutable, stats::Counters};
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::key::ValueKind;
-use crate::memtable::MemTable;
+use crate::key::{SequenceNumber, ValueKind};
+use crate::memtable::{BatchEntry, MemTable};
+use crate::options::Memory;
 use crate::sync::{lock, wait, wait_timeout};
 use crate::wal::LogWriter;
 use crate::write_batch::{BatchOp, WriteBatch};
@@ -115,7 +116,17 @@ fn lead<'a>(
     drop(st);
 
     let written = append(inner, &mut wal, &group, sync_any);
-    if written.is_ok() {
+    if written.is_ok() && inner.options.memory == Memory::Flodb {
+        // Snapshots are taken under this lock, so none appears between reading the newest one
+        // and publishing the group: in-place overwrites never hide a version a snapshot reads.
+        let snapshots = inner.snapshots.hold();
+        let newest = snapshots.keys().next_back().copied();
+        put_buffered(&mem, &group, newest);
+        if group.count() > 0 {
+            inner.visible_sequence.store(last_seq, Ordering::Release);
+        }
+        drop(snapshots);
+    } else if written.is_ok() {
         insert(&mem, &group);
     }
 
@@ -179,12 +190,32 @@ fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) 
     Ok(())
 }
 
-/// Inserts a committed batch into a memtable.
+/// Inserts a committed batch into a memtable's skiplist with one multi-insert.
 pub(super) fn insert(mem: &MemTable, batch: &WriteBatch) {
+    let mut entries: Vec<BatchEntry<'_>> = Vec::with_capacity(batch.count() as usize);
+    for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+        let (user_key, kind, value) = match op {
+            Ok(BatchOp::Put { key, value }) => (key, ValueKind::Value, value),
+            Ok(BatchOp::Delete { key }) => (key, ValueKind::Deletion, &b""[..]),
+            Err(_) => break, // validated before it was queued
+        };
+        entries.push(BatchEntry {
+            user_key,
+            seq,
+            kind,
+            value,
+        });
+    }
+    mem.add_batch(&mut entries);
+}
+
+/// Writes a committed batch through the memtable's membuffer, in sequence order. `newest` is
+/// the newest live snapshot, held fixed by the caller.
+fn put_buffered(mem: &MemTable, batch: &WriteBatch, newest: Option<SequenceNumber>) {
     for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
         match op {
-            Ok(BatchOp::Put { key, value }) => mem.add(seq, ValueKind::Value, key, value),
-            Ok(BatchOp::Delete { key }) => mem.add(seq, ValueKind::Deletion, key, b""),
+            Ok(BatchOp::Put { key, value }) => mem.put(seq, ValueKind::Value, key, value, newest),
+            Ok(BatchOp::Delete { key }) => mem.put(seq, ValueKind::Deletion, key, b"", newest),
             Err(_) => break, // validated before it was queued
         }
     }
@@ -279,7 +310,10 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
     }
     st.wal = Some(LogWriter::new(file));
     let old_number = std::mem::replace(&mut st.wal_number, number);
-    let old_mem = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+    let old_mem = std::mem::replace(
+        &mut st.mem,
+        Arc::new(inner.options.new_memtable(inner.icmp.clone())),
+    );
     st.imms.push_back(Immutable {
         mem: old_mem,
         log_number: old_number,

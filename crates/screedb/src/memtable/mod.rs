@@ -7,6 +7,7 @@
 //! one of its iterators) drops. See `docs/memtable.md`.
 
 mod arena;
+mod membuffer;
 mod skiplist;
 
 use std::fmt;
@@ -17,6 +18,8 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 
+use membuffer::{BufferedEntry, Membuffer, PutOutcome};
+pub use skiplist::BatchEntry;
 use skiplist::{Iter, SkipList};
 
 /// What [`MemTable::get`] found for a user key at a snapshot.
@@ -32,8 +35,13 @@ pub enum LookupResult {
 }
 
 /// A sorted in-memory table of internal-key entries. `Send + Sync`; share it as `Arc<MemTable>`.
+///
+/// With a membuffer ([`MemTable::with_membuffer`], FloDB's design), [`MemTable::put`] first
+/// tries a small hash table; buffered entries move to the skiplist by [`MemTable::drain`].
+/// Reads consult both. Iteration sees the skiplist only: drain first.
 pub struct MemTable {
     list: Arc<SkipList>,
+    buffer: Option<Membuffer>,
 }
 
 impl fmt::Debug for MemTable {
@@ -50,7 +58,129 @@ impl MemTable {
     pub fn new(icmp: InternalKeyComparator) -> Self {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
+            buffer: None,
         }
+    }
+
+    /// An empty memtable with a membuffer of about `buffer_bytes` of keys and values, in
+    /// buckets of `bucket_entries` entries.
+    pub fn with_membuffer(
+        icmp: InternalKeyComparator,
+        buffer_bytes: usize,
+        bucket_entries: usize,
+    ) -> Self {
+        MemTable {
+            list: Arc::new(SkipList::new(icmp)),
+            buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
+        }
+    }
+
+    /// Inserts a batch with FloDB's multi-insert: sorts `entries` by internal key, then inserts
+    /// them in one pass reusing each key's predecessors for the next. Entries whose internal key
+    /// is already present are skipped. Same requirements as [`MemTable::add`].
+    pub fn add_batch(&self, entries: &mut [BatchEntry<'_>]) {
+        let user = Arc::clone(self.list.comparator().user());
+        entries.sort_unstable_by(|a, b| {
+            user.compare(a.user_key, b.user_key)
+                .then(b.seq.cmp(&a.seq))
+                .then(b.kind.cmp(&a.kind))
+        });
+        self.list.insert_sorted(entries);
+    }
+
+    /// Writes one entry as the key's newest version: into the membuffer if there is one and it
+    /// has room, else into the skiplist. A buffered older version of the key is overwritten in
+    /// place only if no snapshot can read it: `newest_snapshot` is the largest live snapshot
+    /// sequence (or `None`), and the old version is kept (moved to the skiplist first) when it is
+    /// at or below it.
+    ///
+    /// REQUIRES: calls serialized, each `seq` larger than every earlier one; as for `add`.
+    pub fn put(
+        &self,
+        seq: SequenceNumber,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+        newest_snapshot: Option<SequenceNumber>,
+    ) {
+        let Some(buffer) = &self.buffer else {
+            self.add(seq, kind, user_key, value);
+            return;
+        };
+        let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
+        let keep = |old: &BufferedEntry| {
+            self.list.insert_sorted(&[entry_ref(old)]);
+        };
+        if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
+            self.add(seq, kind, user_key, value);
+        }
+    }
+
+    /// The newest entry for `user_key`, whatever its sequence, as `(seq, result)`; `None` if the
+    /// memtable has none. Reads of the latest state use it with a membuffer, where an older
+    /// version may have been overwritten in place: they must not pick an older one.
+    pub fn get_latest(&self, user_key: &[u8]) -> Option<(SequenceNumber, LookupResult)> {
+        if let Some(e) = self.buffer.as_ref().and_then(|b| b.get(user_key)) {
+            return Some((e.seq, lookup_of(&e)));
+        }
+        let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
+        let (ikey, value) = self.list.seek(&target)?;
+        let parsed = key::parse_internal_key(ikey)?;
+        let user = self.list.comparator().user();
+        if user.compare(parsed.user_key, user_key).is_ne() {
+            return None;
+        }
+        let found = match parsed.kind {
+            ValueKind::Value => LookupResult::Found(value.to_vec()),
+            ValueKind::Deletion => LookupResult::Deleted,
+        };
+        Some((parsed.seq, found))
+    }
+
+    /// True if this memtable has a membuffer.
+    pub fn has_membuffer(&self) -> bool {
+        self.buffer.is_some()
+    }
+
+    /// Moves every buffered entry with sequence <= `upto` into the skiplist (multi-insert, one
+    /// neighbourhood at a time); afterwards the skiplist holds every version <= `upto` a
+    /// snapshot registered before the call can read. Returns the entries moved.
+    pub fn drain(&self, upto: SequenceNumber) -> usize {
+        let Some(buffer) = &self.buffer else { return 0 };
+        (0..buffer.hoods())
+            .map(|hood| self.drain_hood(buffer, hood, upto))
+            .sum()
+    }
+
+    /// Background draining: if the membuffer is over half full, drains neighbourhoods starting
+    /// at `*cursor` until it is at most a quarter full. Returns the entries moved.
+    pub fn drain_some(&self, cursor: &mut usize) -> usize {
+        let Some(buffer) = &self.buffer else { return 0 };
+        let cap = buffer.capacity_entries();
+        if buffer.len() * 2 <= cap && buffer.bytes() * 2 <= buffer.capacity_bytes() {
+            return 0;
+        }
+        let mut moved = 0;
+        for _ in 0..buffer.hoods() {
+            if buffer.len() * 4 <= cap && buffer.bytes() * 4 <= buffer.capacity_bytes() {
+                break;
+            }
+            *cursor = (*cursor + 1) % buffer.hoods();
+            moved += self.drain_hood(buffer, *cursor, MAX_SEQUENCE);
+        }
+        moved
+    }
+
+    fn drain_hood(&self, buffer: &Membuffer, hood: usize, upto: SequenceNumber) -> usize {
+        buffer.drain_hood(hood, upto, |entries| {
+            let mut refs: Vec<BatchEntry<'_>> = entries.iter().map(entry_ref).collect();
+            self.add_batch(&mut refs);
+        })
+    }
+
+    /// Entries waiting in the membuffer.
+    pub fn buffered_len(&self) -> usize {
+        self.buffer.as_ref().map_or(0, Membuffer::len)
     }
 
     /// Inserts one entry. Safe to call from several threads (serialized internally).
@@ -62,8 +192,13 @@ impl MemTable {
         self.list.insert(user_key, seq, kind, value);
     }
 
-    /// The newest entry for `user_key` with sequence <= `snapshot`.
+    /// The newest entry for `user_key` with sequence <= `snapshot` (membuffer, then skiplist).
     pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> LookupResult {
+        if let Some(e) = self.buffer.as_ref().and_then(|b| b.get(user_key))
+            && e.seq <= snapshot
+        {
+            return lookup_of(&e);
+        }
         let target =
             key::make_internal_key(user_key, snapshot.min(MAX_SEQUENCE), ValueKind::FOR_SEEK);
         let Some((ikey, value)) = self.list.seek(&target) else {
@@ -82,7 +217,8 @@ impl MemTable {
         }
     }
 
-    /// An iterator over all entries in internal-key order. It keeps the memtable alive, is
+    /// An iterator over the skiplist's entries in internal-key order (call [`MemTable::drain`]
+    /// first to include the membuffer's). It keeps the memtable alive, is
     /// `'static + Send`, and sees entries added after it was created when it reaches them.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
@@ -92,7 +228,7 @@ impl MemTable {
 
     /// Bytes the entries occupy (nodes, keys, values). Flushes are triggered by this.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.allocated_bytes()
+        self.list.allocated_bytes() + self.buffer.as_ref().map_or(0, Membuffer::bytes)
     }
 
     /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB).
@@ -100,9 +236,10 @@ impl MemTable {
         self.list.memory_usage()
     }
 
-    /// Entries added so far.
+    /// Entries in the skiplist plus entries in the membuffer (an entry being drained may be
+    /// counted twice).
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.list.len() + self.buffered_len()
     }
 
     /// True if no entry was added.
@@ -113,6 +250,22 @@ impl MemTable {
     /// The comparator ordering the entries.
     pub fn comparator(&self) -> &InternalKeyComparator {
         self.list.comparator()
+    }
+}
+
+fn entry_ref(e: &BufferedEntry) -> BatchEntry<'_> {
+    BatchEntry {
+        user_key: e.key(),
+        seq: e.seq,
+        kind: e.kind,
+        value: e.value(),
+    }
+}
+
+fn lookup_of(e: &BufferedEntry) -> LookupResult {
+    match e.kind {
+        ValueKind::Value => LookupResult::Found(e.value().to_vec()),
+        ValueKind::Deletion => LookupResult::Deleted,
     }
 }
 

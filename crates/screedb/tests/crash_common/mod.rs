@@ -74,11 +74,21 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The memory component named by `SCREEDB_MEMORY` (`skiplist` or `flodb`), default skiplist:
+/// the same scenarios run against either (`SCREEDB_MEMORY=flodb cargo test ...`).
+pub fn memory_from_env() -> screedb::Memory {
+    match std::env::var("SCREEDB_MEMORY") {
+        Ok(name) => name.parse().expect("SCREEDB_MEMORY"),
+        Err(_) => screedb::Memory::Skiplist,
+    }
+}
+
 /// Options so small that flushes and compactions run all the time.
 pub fn tiny_options(fs: Arc<dyn Fs>) -> Options {
     Options {
         create_if_missing: true,
         fs,
+        memory: memory_from_env(),
         write_buffer_size: 32 << 10,
         target_file_size: 16 << 10,
         l0_compaction_trigger: 2,

@@ -1,0 +1,138 @@
+//! Benchmark of the memory component alone (no WAL, no flush), as FloDB's Figure 17: the
+//! skiplist memtable vs the FloDB membuffer in front of it.
+//!
+//! ```sh
+//! cargo run --release -p screedb --example memory -- <skiplist|flodb> <insert|skewed> <MiB> <threads>
+//! ```
+//!
+//! `insert` fills the component with random 16-byte keys and 100-byte values until it holds
+//! `MiB` of data and prints inserts per second. `skewed` first loads `MiB` of data, then runs
+//! 50% reads / 50% updates where 2% of the keys take 98% of the operations, and prints
+//! operations per second. Writers are serialized by one mutex that also hands out sequence
+//! numbers, as the database's write-group leader does; with `flodb` a drain thread runs too.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use screedb::comparator::{InternalKeyComparator, default_comparator};
+use screedb::key::ValueKind;
+use screedb::memtable::MemTable;
+
+fn rand(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+    k[8..].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: memory <skiplist|flodb> <insert|skewed> <MiB> <threads>";
+    let (Some(mode), Some(work), Some(mib), Some(threads)) =
+        (args.get(1), args.get(2), args.get(3), args.get(4))
+    else {
+        eprintln!("{usage}");
+        std::process::exit(2);
+    };
+    let bytes = mib.parse::<usize>().expect("MiB") << 20;
+    let threads: u64 = threads.parse().expect("threads");
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let mem = Arc::new(match mode.as_str() {
+        "skiplist" => MemTable::new(icmp),
+        "flodb" => MemTable::with_membuffer(icmp, bytes / 4, 8),
+        _ => panic!("{usage}"),
+    });
+    let seq = Arc::new(Mutex::new(0u64));
+    let stop = Arc::new(AtomicBool::new(false));
+    let drainer = (mode == "flodb").then(|| {
+        let (mem, stop) = (mem.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut cursor = 0;
+            while !stop.load(Ordering::Relaxed) {
+                if mem.drain_some(&mut cursor) == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                }
+            }
+        })
+    });
+    let put = |mem: &MemTable, k: &[u8], v: &[u8]| {
+        let mut s = seq.lock().unwrap_or_else(|e| e.into_inner());
+        *s += 1;
+        mem.put(*s, ValueKind::Value, k, v, None);
+    };
+    let value = [7u8; 100];
+    let entry = 16 + 100 + 40;
+    let total = (bytes / entry) as u64;
+    let ops = AtomicU64::new(0);
+    let start = Instant::now();
+    match work.as_str() {
+        "insert" => std::thread::scope(|s| {
+            for t in 0..threads {
+                let (mem, ops) = (&mem, &ops);
+                s.spawn(move || {
+                    let mut r = t + 1;
+                    for _ in 0..total / threads {
+                        put(mem, &key(rand(&mut r)), &value);
+                    }
+                    ops.fetch_add(total / threads, Ordering::Relaxed);
+                });
+            }
+        }),
+        "skewed" => {
+            let mut r = 99;
+            for _ in 0..total {
+                put(&mem, &key(rand(&mut r) % total), &value);
+            }
+            let load = start.elapsed();
+            let start = Instant::now();
+            let per = 2_000_000 / threads;
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let (mem, ops) = (&mem, &ops);
+                    s.spawn(move || {
+                        let mut r = t + 7;
+                        let hot = (total / 50).max(1);
+                        for _ in 0..per {
+                            let x = rand(&mut r);
+                            let k = if x % 100 < 98 { x % hot } else { x % total };
+                            if (x >> 32).is_multiple_of(2) {
+                                std::hint::black_box(mem.get(&key(k), u64::MAX >> 8));
+                            } else {
+                                put(mem, &key(k), &value);
+                            }
+                        }
+                        ops.fetch_add(per, Ordering::Relaxed);
+                    });
+                }
+            });
+            let secs = start.elapsed().as_secs_f64();
+            let n = ops.load(Ordering::Relaxed);
+            println!(
+                "{mode} skewed {mib}MiB {threads}t: {:.0} ops/s (load {:.1}s)",
+                n as f64 / secs,
+                load.as_secs_f64()
+            );
+            stop.store(true, Ordering::Relaxed);
+            drainer.map(|d| d.join());
+            return;
+        }
+        _ => panic!("{usage}"),
+    }
+    let secs = start.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    drainer.map(|d| d.join());
+    println!(
+        "{mode} insert {mib}MiB {threads}t: {:.0} inserts/s ({} entries, {:.1}s)",
+        ops.load(Ordering::Relaxed) as f64 / secs,
+        mem.len(),
+        secs
+    );
+}

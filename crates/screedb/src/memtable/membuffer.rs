@@ -1,0 +1,330 @@
+//! The membuffer: FloDB's small hash table in front of the skiplist (see `docs/memory.md`).
+//!
+//! Buckets are grouped into neighbourhoods chosen by the most significant bits of the key (its
+//! first 8 bytes read big-endian), so the keys of one neighbourhood are neighbours in the
+//! skiplist and a drained neighbourhood is a short walk for multi-insert. Within a neighbourhood
+//! a hash of the whole key picks the bucket, so keys sharing a long prefix still spread out.
+//! Each bucket holds at most `bucket_entries` entries, and the whole buffer at most
+//! `capacity_bytes` of keys and values; a put that finds no room is refused and goes to the
+//! skiplist. The buffer keeps one version per key (the newest written to it).
+//!
+//! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
+//! waits at most for one bucket operation, never for a drain's skiplist insert.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::key::{SequenceNumber, ValueKind};
+use crate::sync::lock;
+
+/// Bytes assumed per entry when turning a byte budget into a number of buckets.
+const ASSUMED_ENTRY_BYTES: usize = 128;
+
+/// Most neighbourhoods used (a power of two).
+const MAX_NEIGHBOURHOODS: usize = 1024;
+
+/// One buffered version: `data` is the user key followed by the value.
+#[derive(Debug, Clone)]
+pub(crate) struct BufferedEntry {
+    data: Box<[u8]>,
+    key_len: usize,
+    pub(crate) seq: SequenceNumber,
+    pub(crate) kind: ValueKind,
+}
+
+impl BufferedEntry {
+    fn new(key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
+        let mut data = Vec::with_capacity(key.len() + value.len());
+        data.extend_from_slice(key);
+        data.extend_from_slice(value);
+        BufferedEntry {
+            data: data.into_boxed_slice(),
+            key_len: key.len(),
+            seq,
+            kind,
+        }
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.data[..self.key_len]
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        &self.data[self.key_len..]
+    }
+
+    fn bytes(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// What [`Membuffer::put`] did.
+#[derive(Debug)]
+pub(crate) enum PutOutcome {
+    /// Stored; no older version was displaced (new key, or an in-place overwrite).
+    Stored,
+    /// Stored; the older version of the key was handed to the `keep` callback first.
+    Displaced,
+    /// No room: the caller must insert the entry into the skiplist.
+    Full,
+}
+
+/// A fixed-size concurrent hash table of the newest buffered version per key.
+#[derive(Debug)]
+pub(crate) struct Membuffer {
+    buckets: Box<[Mutex<Vec<BufferedEntry>>]>,
+    /// log2 of the number of neighbourhoods.
+    hood_bits: u32,
+    buckets_per_hood: usize,
+    bucket_entries: usize,
+    capacity_bytes: usize,
+    len: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl Membuffer {
+    /// A buffer of about `capacity_bytes` of keys and values in buckets of `bucket_entries`.
+    pub(crate) fn new(capacity_bytes: usize, bucket_entries: usize) -> Self {
+        let bucket_entries = bucket_entries.max(1);
+        let wanted = (capacity_bytes / (bucket_entries * ASSUMED_ENTRY_BYTES)).max(1);
+        let buckets = wanted.next_power_of_two();
+        let hoods = buckets.min(MAX_NEIGHBOURHOODS);
+        Membuffer {
+            buckets: (0..buckets).map(|_| Mutex::new(Vec::new())).collect(),
+            hood_bits: hoods.trailing_zeros(),
+            buckets_per_hood: buckets / hoods,
+            bucket_entries,
+            capacity_bytes,
+            len: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The neighbourhood of `key`: the top `hood_bits` of its first 8 bytes, big-endian.
+    fn hood(&self, key: &[u8]) -> usize {
+        if self.hood_bits == 0 {
+            return 0;
+        }
+        let mut prefix = [0u8; 8];
+        let n = key.len().min(8);
+        prefix[..n].copy_from_slice(&key[..n]);
+        (u64::from_be_bytes(prefix) >> (64 - self.hood_bits)) as usize
+    }
+
+    fn bucket_index(&self, key: &[u8]) -> usize {
+        let within = (xxh3_64(key) % self.buckets_per_hood as u64) as usize;
+        self.hood(key) * self.buckets_per_hood + within
+    }
+
+    /// Number of neighbourhoods; [`Self::drain_hood`] takes one of them.
+    pub(crate) fn hoods(&self) -> usize {
+        1 << self.hood_bits
+    }
+
+    /// Entries buffered.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of keys and values buffered.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of keys and values the buffer holds at most.
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.capacity_bytes
+    }
+
+    /// Entries the buffer can hold at most.
+    pub(crate) fn capacity_entries(&self) -> usize {
+        self.buckets.len() * self.bucket_entries
+    }
+
+    /// Stores `(key, seq, kind, value)` as the key's newest version. If the key is buffered with
+    /// an older version, that version is overwritten in place when `may_drop(old_seq)` says no
+    /// reader can need it; otherwise `keep(old)` is called, under the bucket lock and before the
+    /// overwrite, to move it to the skiplist. Readers therefore never miss a version they need.
+    ///
+    /// REQUIRES: calls are serialized (one writer) and `seq` is larger than every sequence
+    /// number buffered for the key.
+    pub(crate) fn put(
+        &self,
+        key: &[u8],
+        seq: SequenceNumber,
+        kind: ValueKind,
+        value: &[u8],
+        may_drop: impl Fn(SequenceNumber) -> bool,
+        keep: impl FnOnce(&BufferedEntry),
+    ) -> PutOutcome {
+        let size = key.len() + value.len();
+        let mut bucket = lock(&self.buckets[self.bucket_index(key)]);
+        if let Some(slot) = bucket.iter_mut().find(|e| e.key() == key) {
+            debug_assert!(slot.seq < seq, "membuffer versions must grow");
+            let displaced = !may_drop(slot.seq);
+            if displaced {
+                keep(slot);
+            }
+            let old = slot.bytes();
+            *slot = BufferedEntry::new(key, seq, kind, value);
+            self.bytes.fetch_add(size, Ordering::Relaxed);
+            self.bytes.fetch_sub(old, Ordering::Relaxed);
+            return if displaced {
+                PutOutcome::Displaced
+            } else {
+                PutOutcome::Stored
+            };
+        }
+        if bucket.len() >= self.bucket_entries || self.bytes() + size > self.capacity_bytes {
+            return PutOutcome::Full;
+        }
+        if bucket.capacity() == 0 {
+            bucket.reserve_exact(self.bucket_entries);
+        }
+        bucket.push(BufferedEntry::new(key, seq, kind, value));
+        self.len.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        PutOutcome::Stored
+    }
+
+    /// The buffered version of `key`, if any.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<BufferedEntry> {
+        let bucket = lock(&self.buckets[self.bucket_index(key)]);
+        bucket.iter().find(|e| e.key() == key).cloned()
+    }
+
+    /// Moves the entries of neighbourhood `hood` with sequence <= `upto` out of the buffer:
+    /// copies them, hands them to `insert` (which must make them readable in the skiplist before
+    /// it returns), then removes those not overwritten meanwhile. An entry is thus always
+    /// readable in the buffer, the skiplist or both. Returns the number of entries handed over.
+    pub(crate) fn drain_hood(
+        &self,
+        hood: usize,
+        upto: SequenceNumber,
+        insert: impl FnOnce(&mut Vec<BufferedEntry>),
+    ) -> usize {
+        let range = hood * self.buckets_per_hood..(hood + 1) * self.buckets_per_hood;
+        let Some(buckets) = self.buckets.get(range) else {
+            return 0;
+        };
+        let mut taken = Vec::new();
+        for b in buckets {
+            taken.extend(lock(b).iter().filter(|e| e.seq <= upto).cloned());
+        }
+        if taken.is_empty() {
+            return 0;
+        }
+        let n = taken.len();
+        let mut seqs: Vec<SequenceNumber> = taken.iter().map(|e| e.seq).collect();
+        seqs.sort_unstable();
+        insert(&mut taken);
+        for b in buckets {
+            let mut bucket = lock(b);
+            let before = bucket.len();
+            let mut freed = 0;
+            bucket.retain(|e| {
+                let drained = seqs.binary_search(&e.seq).is_ok();
+                if drained {
+                    freed += e.bytes();
+                }
+                !drained
+            });
+            self.len.fetch_sub(before - bucket.len(), Ordering::Relaxed);
+            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbourhoods_follow_the_key_prefix() {
+        let m = Membuffer::new(64 << 20, 8);
+        assert_eq!(m.hoods(), MAX_NEIGHBOURHOODS);
+        assert_eq!(m.hood(b""), 0);
+        assert_eq!(m.hood(&[0xff; 3]), MAX_NEIGHBOURHOODS - 1);
+        assert!(m.hood(b"a") <= m.hood(b"b"));
+        assert!(m.hood(b"abc") <= m.hood(b"abd\xff"));
+        let one = Membuffer::new(10, 8);
+        assert_eq!((one.hoods(), one.buckets.len()), (1, 1));
+    }
+
+    #[test]
+    fn full_bucket_refuses_and_overwrite_respects_readers() {
+        let m = Membuffer::new(100, 2); // one bucket of two entries
+        let drop_all = |_| true;
+        assert!(matches!(
+            m.put(b"a", 1, ValueKind::Value, b"1", drop_all, |_| {}),
+            PutOutcome::Stored
+        ));
+        assert!(matches!(
+            m.put(b"b", 2, ValueKind::Value, b"2", drop_all, |_| {}),
+            PutOutcome::Stored
+        ));
+        assert!(matches!(
+            m.put(b"c", 3, ValueKind::Value, b"3", drop_all, |_| {}),
+            PutOutcome::Full
+        ));
+        // Overwrite in place: nothing kept.
+        assert!(matches!(
+            m.put(b"a", 4, ValueKind::Value, b"4", drop_all, |_| panic!(
+                "kept"
+            )),
+            PutOutcome::Stored
+        ));
+        // A reader needs seq 4: it is handed over before the overwrite.
+        let mut kept = None;
+        let out = m.put(
+            b"a",
+            5,
+            ValueKind::Deletion,
+            b"",
+            |s| s != 4,
+            |e| {
+                kept = Some(e.clone());
+            },
+        );
+        assert!(matches!(out, PutOutcome::Displaced));
+        let kept = kept.expect("kept");
+        assert_eq!(
+            (kept.key(), kept.seq, kept.value()),
+            (&b"a"[..], 4, &b"4"[..])
+        );
+        let now = m.get(b"a").expect("buffered");
+        assert_eq!((now.seq, now.kind), (5, ValueKind::Deletion));
+        assert_eq!((m.len(), m.bytes()), (2, 3));
+        // Bytes bound too.
+        let small = Membuffer::new(4, 8);
+        assert!(matches!(
+            small.put(b"k", 1, ValueKind::Value, b"long", drop_all, |_| {}),
+            PutOutcome::Full
+        ));
+    }
+
+    #[test]
+    fn drain_keeps_entries_overwritten_meanwhile() {
+        let m = Membuffer::new(1000, 4);
+        for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
+            m.put(*k, i as u64 + 1, ValueKind::Value, b"v", |_| true, |_| {});
+        }
+        let mut handed = Vec::new();
+        let n = m.drain_hood(0, 2, |entries| {
+            handed = entries.iter().map(|e| (e.key().to_vec(), e.seq)).collect();
+            // A write overwrites "a" while the drain inserts it.
+            m.put(b"a", 9, ValueKind::Value, b"w", |_| true, |_| {});
+        });
+        assert_eq!(n, 2);
+        assert_eq!(handed, vec![(b"a".to_vec(), 1), (b"b".to_vec(), 2)]);
+        assert_eq!(m.get(b"a").map(|e| e.seq), Some(9));
+        assert!(m.get(b"b").is_none());
+        assert_eq!(m.get(b"c").map(|e| e.seq), Some(3));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.drain_hood(0, u64::MAX, |_| {}), 2);
+        assert_eq!((m.len(), m.bytes()), (0, 0));
+    }
+}
