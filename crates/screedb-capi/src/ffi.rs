@@ -130,3 +130,32 @@ pub extern "C" fn leveldb_major_version() -> c_int {
 pub extern "C" fn leveldb_minor_version() -> c_int {
     MINOR_VERSION
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_error_and_the_default_value() {
+        let mut err: *mut c_char = malloc_cstring("old message");
+        let r = guard(&mut err, 7, || -> i32 { panic!("boom") });
+        assert_eq!(r, 7);
+        // SAFETY: set_error stored a NUL-terminated malloc'ed string.
+        let msg = unsafe { CStr::from_ptr(err) }.to_str().unwrap().to_owned();
+        assert_eq!(msg, "IO error: internal error in libscreedb: boom");
+        free_c(err.cast());
+        // Without an error channel the panic is still contained.
+        assert_eq!(guard(std::ptr::null_mut(), 1, || -> i32 { panic!("x") }), 1);
+    }
+
+    #[test]
+    fn empty_values_are_not_null_and_null_slices_are_rejected() {
+        let p = malloc_copy(b"");
+        assert!(!p.is_null());
+        free_c(p.cast());
+        // SAFETY: a null pointer with a non-zero length is exactly the case checked.
+        assert!(unsafe { bytes(std::ptr::null(), 3) }.is_none());
+        // SAFETY: length 0 never reads.
+        assert_eq!(unsafe { bytes(std::ptr::null(), 0) }, Some(&[][..]));
+    }
+}

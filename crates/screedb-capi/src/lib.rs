@@ -31,11 +31,14 @@ mod options;
 mod property;
 mod status;
 
-pub use batch::leveldb_writebatch_t;
-pub use callbacks::{leveldb_comparator_t, leveldb_filterpolicy_t};
-pub use db::{leveldb_snapshot_t, leveldb_t};
-pub use iter::leveldb_iterator_t;
-pub use options::{
-    leveldb_cache_t, leveldb_env_t, leveldb_logger_t, leveldb_options_t, leveldb_readoptions_t,
-    leveldb_writeoptions_t,
+// Every exported function and handle type, for Rust callers and tests.
+pub use batch::*;
+pub use callbacks::{
+    leveldb_comparator_create, leveldb_comparator_destroy, leveldb_comparator_t,
+    leveldb_filterpolicy_create, leveldb_filterpolicy_create_bloom, leveldb_filterpolicy_destroy,
+    leveldb_filterpolicy_t,
 };
+pub use db::*;
+pub use ffi::{leveldb_free, leveldb_major_version, leveldb_minor_version};
+pub use iter::*;
+pub use options::*;
