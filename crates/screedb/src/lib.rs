@@ -7,7 +7,8 @@
 //! - [`manifest`]: the version-edit records of the MANIFEST;
 //! - [`iter`]: internal iterators, merging and concatenating;
 //! - [`key`] and [`comparator`]: internal keys and their order;
-//! - [`check`]: the read-only database checker behind `screedb check`.
+//! - [`check`]: the read-only database checker behind `screedb check`;
+//! - [`repair`]: rebuilding a database from its tables and logs.
 //!
 //! On-disk formats are described in `docs/format.md`.
 
@@ -27,6 +28,7 @@ pub mod key;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
+pub mod repair;
 mod sync;
 pub mod table;
 pub mod version;
@@ -37,4 +39,5 @@ pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use options::{Memory, Options, ReadOptions, WriteOptions};
+pub use repair::{RepairReport, repair_db};
 pub use write_batch::WriteBatch;

@@ -10,7 +10,7 @@ use crate::comparator::{Comparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs};
 use crate::key::SequenceNumber;
-use crate::table::{CompressionType, TableOptions};
+use crate::table::{CompressionType, FilterPolicy, TableOptions};
 
 /// The memory component (see `docs/memory.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,6 +85,9 @@ pub struct Options {
     /// Bloom filter bits per key (0 disables filters). Default: 10.
     /// RocksDB: `filter_policy = NewBloomFilterPolicy(10)`.
     pub bloom_bits_per_key: u32,
+    /// A custom filter policy used instead of the Bloom filter (see
+    /// [`crate::table::FilterPolicy`]). Default: `None`. RocksDB: `filter_policy`.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// Block compression. Default: lz4. RocksDB: `compression`.
     pub compression: CompressionType,
     /// Number of level-0 tables that triggers a level-0 compaction. Default: 4.
@@ -139,6 +142,7 @@ impl Default for Options {
             block_cache_bytes: 32 << 20,
             max_open_tables: 1000,
             bloom_bits_per_key: 10,
+            filter_policy: None,
             compression: CompressionType::Lz4,
             l0_compaction_trigger: 4,
             l0_slowdown_trigger: 20,
@@ -171,6 +175,7 @@ impl fmt::Debug for Options {
             .field("block_size", &self.block_size)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("filter_policy", &self.filter_policy)
             .field("compression", &self.compression)
             .field(
                 "l0_triggers",
@@ -311,6 +316,7 @@ impl Options {
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            filter_policy: self.filter_policy.clone(),
             compression: self.compression,
             verify_checksums: self.verify_checksums,
         }

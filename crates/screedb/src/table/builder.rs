@@ -1,13 +1,14 @@
 //! Writes a table file from sorted internal keys.
 //!
-//! Order of the file (see `super` for the layout): data blocks, filter block (if
-//! `bloom_bits_per_key > 0`), index block, properties block, meta-index block, footer. The
+//! Order of the file (see `super` for the layout): data blocks, filter block (a custom policy's
+//! if `filter_policy` is set, else the Bloom filter if `bloom_bits_per_key > 0`), index block, properties block, meta-index block, footer. The
 //! index precedes the properties so the properties can record its size. Every block is
 //! followed by its 5-byte trailer.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -17,9 +18,17 @@ use crate::key::{self, ValueKind};
 use super::block_builder::BlockBuilder;
 use super::compression::{self, CompressionType};
 use super::filter::BloomFilterBuilder;
+use super::filter_policy::{CustomFilterBuilder, custom_filter_block_name};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer, block_trailer};
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
+
+/// The filter being collected: the built-in Bloom filter or a custom policy's.
+#[derive(Debug)]
+enum FilterBuilder {
+    Bloom(BloomFilterBuilder),
+    Custom(CustomFilterBuilder),
+}
 
 /// Builds one table file. Keys must be added in increasing internal-key order.
 pub struct TableBuilder {
@@ -31,7 +40,7 @@ pub struct TableBuilder {
     offset: u64,
     data_block: BlockBuilder,
     index_block: BlockBuilder,
-    filter: Option<BloomFilterBuilder>,
+    filter: Option<FilterBuilder>,
     /// Last key added (for ordering checks and index separators).
     last_key: Vec<u8>,
     /// Handle of a flushed data block whose index entry waits for the next key.
@@ -60,8 +69,13 @@ impl TableBuilder {
         file: Box<dyn WritableFile>,
         path: PathBuf,
     ) -> Self {
-        let filter =
-            (opts.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
+        let filter = match &opts.filter_policy {
+            Some(policy) => Some(FilterBuilder::Custom(CustomFilterBuilder::new(Arc::clone(
+                policy,
+            )))),
+            None => (opts.bloom_bits_per_key > 0)
+                .then(|| FilterBuilder::Bloom(BloomFilterBuilder::new(opts.bloom_bits_per_key))),
+        };
         let props = TableProperties {
             compression: opts.compression,
             ..TableProperties::default()
@@ -112,8 +126,10 @@ impl TableBuilder {
             let sep = self.icmp.find_shortest_separator(&self.last_key, ikey);
             self.index_block.add(&sep, &handle.encode());
         }
-        if let Some(f) = &mut self.filter {
-            f.add_key(parsed.user_key);
+        match &mut self.filter {
+            Some(FilterBuilder::Bloom(f)) => f.add_key(parsed.user_key),
+            Some(FilterBuilder::Custom(f)) => f.add_key(parsed.user_key),
+            None => {}
         }
         let p = &mut self.props;
         if p.num_entries == 0 {
@@ -160,19 +176,25 @@ impl TableBuilder {
         self.props.data_bytes = self.offset;
         self.props.largest_key = self.last_key.clone();
 
-        let mut meta: Vec<(&[u8], BlockHandle)> = Vec::new();
+        let mut meta: Vec<(Vec<u8>, BlockHandle)> = Vec::new();
         if let Some(filter) = self.filter.take() {
-            let h = self.write_block(&filter.finish(), CompressionType::None)?;
+            let (name, bytes) = match filter {
+                FilterBuilder::Bloom(f) => (FILTER_BLOCK_NAME.to_vec(), f.finish()),
+                FilterBuilder::Custom(f) => {
+                    (custom_filter_block_name(f.policy().as_ref()), f.finish())
+                }
+            };
+            let h = self.write_block(&bytes, CompressionType::None)?;
             self.props.filter_bytes = h.size + BLOCK_TRAILER_LEN as u64;
-            meta.push((FILTER_BLOCK_NAME, h));
+            meta.push((name, h));
         }
         let index = self.index_block.finish().to_vec();
         let index_handle = self.write_block(&index, self.opts.compression)?;
         self.props.index_bytes = index_handle.size + BLOCK_TRAILER_LEN as u64;
 
         let props_handle = self.write_block(&self.props.encode(), self.opts.compression)?;
-        meta.push((PROPERTIES_BLOCK_NAME, props_handle));
-        meta.sort_by(|a, b| a.0.cmp(b.0));
+        meta.push((PROPERTIES_BLOCK_NAME.to_vec(), props_handle));
+        meta.sort_by(|a, b| a.0.cmp(&b.0));
         let mut metaindex = BlockBuilder::new(1);
         for (name, h) in &meta {
             metaindex.add(name, &h.encode());

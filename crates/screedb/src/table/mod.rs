@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! table := data block*          each followed by its 5-byte trailer
-//!          filter block?        whole-table Bloom filter over user keys ("screedb.filter.bloom")
+//!          filter block?        whole-table filter over user keys: the built-in Bloom filter
+//!                               ("screedb.filter.bloom") or a custom policy's
+//!                               ("screedb.filter.custom.<policy name>", see filter_policy.rs)
 //!          index block          one entry per data block: separator key -> BlockHandle
 //!          properties block     sorted names -> values ("screedb.properties")
 //!          meta-index block     block name -> BlockHandle
@@ -19,6 +21,7 @@ mod builder;
 mod cache;
 mod compression;
 mod filter;
+mod filter_policy;
 mod format;
 mod properties;
 mod reader;
@@ -26,6 +29,7 @@ mod reader;
 mod tests;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
@@ -33,6 +37,9 @@ pub use builder::TableBuilder;
 pub use cache::{BlockCache, TableCache};
 pub use compression::CompressionType;
 pub use filter::{BloomFilter, BloomFilterBuilder};
+pub use filter_policy::{
+    CUSTOM_FILTER_PREFIX, CustomFilterBuilder, FilterPolicy, custom_filter_block_name,
+};
 pub use format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
@@ -50,8 +57,11 @@ pub struct TableOptions {
     /// Entries between restart points inside a data block (0 is treated as 1). Default: 16.
     pub block_restart_interval: usize,
     /// Bloom filter bits per distinct user key; 0 writes no filter. Default: 10 (about 1% false
-    /// positives).
+    /// positives). Ignored when `filter_policy` is set.
     pub bloom_bits_per_key: u32,
+    /// A custom filter policy: tables are written with its filter instead of the Bloom filter,
+    /// and tables written by a policy of the same name are probed with it. Default: `None`.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
     /// Compression tried on every block; a block that does not shrink by at least 1/8 is stored
     /// uncompressed. Default: [`CompressionType::Lz4`].
     pub compression: CompressionType,
@@ -66,6 +76,7 @@ impl Default for TableOptions {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
+            filter_policy: None,
             compression: CompressionType::Lz4,
             verify_checksums: true,
         }

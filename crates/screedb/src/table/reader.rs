@@ -20,9 +20,26 @@ use crate::key;
 use super::block::{Block, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
+use super::filter_policy::{CUSTOM_FILTER_PREFIX, FilterPolicy};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, read_block};
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
+
+/// A table's filter, loaded by [`Table::open`].
+enum Filter {
+    Bloom(BloomFilter),
+    /// A custom policy's filter; only kept when the table was written by the policy in use.
+    Custom(Arc<dyn FilterPolicy>, Vec<u8>),
+}
+
+impl Filter {
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        match self {
+            Filter::Bloom(f) => f.may_contain(user_key),
+            Filter::Custom(policy, data) => policy.key_may_match(user_key, data),
+        }
+    }
+}
 
 /// An open, immutable table. Share it as `Arc<Table>`.
 pub struct Table {
@@ -33,7 +50,7 @@ pub struct Table {
     icmp: InternalKeyComparator,
     block_cache: Option<Arc<BlockCache>>,
     index: Arc<Block>,
-    filter: Option<BloomFilter>,
+    filter: Option<Filter>,
     props: TableProperties,
     metaindex: BlockHandle,
     /// Every non-data block (meta-index, properties, filter, index), re-checked by
@@ -79,12 +96,31 @@ impl Table {
 
         let metaindex = read_meta(footer.metaindex)?;
         let (mut filter_handle, mut props_handle) = (None, None);
+        // `Some` if the filter block is a custom policy's: `Some(Some(policy))` when that policy
+        // is the one in use, `Some(None)` when it is another.
+        let mut custom: Option<Option<Arc<dyn FilterPolicy>>> = None;
         for (name, value) in metaindex.entries()? {
             let slot = match &name[..] {
                 FILTER_BLOCK_NAME => &mut filter_handle,
                 PROPERTIES_BLOCK_NAME => &mut props_handle,
+                n if n.starts_with(CUSTOM_FILTER_PREFIX) => {
+                    let writer = &n[CUSTOM_FILTER_PREFIX.len()..];
+                    custom = Some(
+                        opts.filter_policy
+                            .clone()
+                            .filter(|p| p.name().as_bytes() == writer),
+                    );
+                    &mut filter_handle
+                }
                 _ => continue, // written by a newer version: ignore
             };
+            if slot.is_some() {
+                return Err(Error::corruption(
+                    &*path,
+                    footer.metaindex.offset,
+                    "meta-index names two filter blocks",
+                ));
+            }
             *slot = Some(BlockHandle::decode(&value).ok_or_else(|| {
                 Error::corruption(&*path, footer.metaindex.offset, "bad handle in meta-index")
             })?);
@@ -97,13 +133,18 @@ impl Table {
             )
         })?;
         let props = TableProperties::decode(&read_meta(props_handle)?, &path, props_handle.offset)?;
-        let filter = match filter_handle {
-            None => None,
-            Some(h) => {
+        let filter = match (filter_handle, custom) {
+            (None, _) => None,
+            (Some(h), Some(Some(policy))) => {
+                Some(Filter::Custom(policy, read_block(&*file, &path, h, true)?))
+            }
+            // A custom filter of another policy: the table is read without a filter.
+            (Some(_), Some(None)) => None,
+            (Some(h), None) => {
                 let data = read_block(&*file, &path, h, true)?;
-                Some(BloomFilter::new(data).ok_or_else(|| {
+                Some(Filter::Bloom(BloomFilter::new(data).ok_or_else(|| {
                     Error::corruption(&*path, h.offset, "malformed Bloom filter block")
-                })?)
+                })?))
             }
         };
         let index = Arc::new(read_meta(footer.index)?);

@@ -203,6 +203,7 @@ proptest! {
             block_size,
             block_restart_interval: restart_interval,
             bloom_bits_per_key: bloom_bits,
+            filter_policy: None,
             compression: if lz4 { CompressionType::Lz4 } else { CompressionType::None },
             verify_checksums: true,
         };

@@ -1,0 +1,340 @@
+//! Repair: rebuild a database from the tables and logs found in its directory, whatever state
+//! CURRENT and the MANIFEST are in (LevelDB's `RepairDB`, behind the C API's `leveldb_repair_db`).
+//!
+//! Steps, under the database's LOCK:
+//! 1. every table (`*.sst`) is opened and read in full (every block checksum-verified); a table
+//!    that cannot be read is moved to `lost/` and its entries are lost;
+//! 2. every log (`*.log`), oldest first, is replayed into a memtable; a damaged record ends that
+//!    log (the records before it are kept);
+//! 3. the newest entry of every user key in the readable tables and logs is written to new tables
+//!    in the last level (tombstones and older versions are dropped: nothing lies below them), cut
+//!    at `target_file_size`;
+//! 4. a new MANIFEST naming only those tables is written and synced, then CURRENT is switched to
+//!    it atomically;
+//! 5. only then are the old tables removed and the old logs and manifests moved to `lost/`.
+//!
+//! Rewriting the entries (rather than listing the old tables at level 0, as LevelDB does) keeps
+//! every version invariant: the old tables came from different levels, and a level-0 lookup,
+//! which trusts file numbers to order tables, could otherwise return an older version of a key.
+//! A crash before step 4 leaves the old state; after it, leftovers are swept at the next open.
+
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::fs::{self, Fs};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{self, ValueKind};
+use crate::manifest::{FileMeta, VersionEdit};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::table::{Table, TableBuilder, TableOptions};
+use crate::wal::{LogReader, LogWriter, RecoveryMode};
+use crate::write_batch::{BatchOp, WriteBatch};
+
+/// Name of the directory (inside the database directory) that receives what repair set aside.
+pub const LOST_DIR: &str = "lost";
+
+/// What a repair found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    /// Tables read in full and merged.
+    pub tables_read: usize,
+    /// Tables that could not be read, moved to `lost/`, each with the reason.
+    pub tables_lost: Vec<(u64, String)>,
+    /// Logs replayed.
+    pub logs_read: usize,
+    /// Write batches recovered from the logs.
+    pub log_batches: u64,
+    /// Logs whose replay stopped at a damaged record, each with the reason.
+    pub log_errors: Vec<(u64, String)>,
+    /// Live keys written to the new tables.
+    pub keys_written: u64,
+    /// New tables written.
+    pub tables_written: usize,
+}
+
+/// Rebuilds the database in `path` from the tables and logs it holds (see the module comment).
+/// Fails with [`Error::Locked`] if the database is open, and with an I/O error if `path` does
+/// not exist.
+pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport> {
+    let dir = path.as_ref();
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(dir) {
+        return Err(Error::io(
+            "repair",
+            dir,
+            io::Error::new(io::ErrorKind::NotFound, "no such directory"),
+        ));
+    }
+    let _lock = fs.lock(&filename::lock_file(dir))?;
+    let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
+    let topts = options.table_options();
+    let mut report = RepairReport::default();
+
+    let (mut tables, mut logs, mut manifests) = (Vec::new(), Vec::new(), Vec::new());
+    let mut max_number = 1u64;
+    for name in fs.list(dir)? {
+        let n = match filename::parse(&name) {
+            Some(FileKind::Table(n)) => {
+                tables.push(n);
+                n
+            }
+            Some(FileKind::Log(n)) => {
+                logs.push(n);
+                n
+            }
+            Some(FileKind::Manifest(n)) => {
+                manifests.push(n);
+                n
+            }
+            Some(FileKind::Temp(n)) => n,
+            _ => continue,
+        };
+        max_number = max_number.max(n);
+    }
+    tables.sort_unstable();
+    logs.sort_unstable();
+
+    let mut max_seq = 0u64;
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut bad_tables = HashSet::new();
+    for &n in &tables {
+        match read_table(fs.as_ref(), dir, n, &topts, &icmp) {
+            Ok(table) => {
+                max_seq = max_seq.max(table.properties().largest_seq);
+                children.push(Box::new(table.iter()));
+                report.tables_read += 1;
+            }
+            Err(e) => {
+                bad_tables.insert(n);
+                report.tables_lost.push((n, e.to_string()));
+            }
+        }
+    }
+    let mem = Arc::new(MemTable::new(icmp.clone()));
+    for &n in &logs {
+        report.logs_read += 1;
+        if let Err(e) = replay_log(fs.as_ref(), dir, n, &mem, &mut max_seq, &mut report) {
+            report.log_errors.push((n, e.to_string()));
+        }
+    }
+    children.push(Box::new(mem.iter()));
+
+    let mut next_number = max_number + 1;
+    let mut input = MergingIterator::new(icmp.clone(), children);
+    let outputs = write_newest(
+        fs.as_ref(),
+        dir,
+        &mut input,
+        options.target_file_size,
+        &topts,
+        &icmp,
+        &mut next_number,
+        &mut report,
+    )?;
+
+    let manifest_number = next_number;
+    let log_number = next_number + 1;
+    let last_level = u32::try_from(options.num_levels - 1).unwrap_or(0);
+    let edit = VersionEdit {
+        comparator: Some(options.comparator.name().to_owned()),
+        log_number: Some(log_number),
+        prev_log_number: Some(0),
+        next_file_number: Some(log_number + 1),
+        last_sequence: Some(max_seq),
+        new_files: outputs.into_iter().map(|f| (last_level, f)).collect(),
+        ..VersionEdit::default()
+    };
+    write_manifest(fs.as_ref(), dir, manifest_number, &edit)?;
+
+    // The new state is durable: set the old files aside.
+    let lost = dir.join(LOST_DIR);
+    let keep_aside = !bad_tables.is_empty() || !logs.is_empty() || !manifests.is_empty();
+    if keep_aside {
+        fs.create_dir_all(&lost)?;
+    }
+    for &n in &tables {
+        let path = filename::table_file(dir, n);
+        if bad_tables.contains(&n) {
+            move_to(fs.as_ref(), &path, &lost)?;
+        } else {
+            fs.remove(&path)?;
+        }
+    }
+    for &n in &logs {
+        move_to(fs.as_ref(), &filename::log_file(dir, n), &lost)?;
+    }
+    for &n in &manifests {
+        move_to(fs.as_ref(), &filename::manifest_file(dir, n), &lost)?;
+    }
+    fs.sync_dir(dir)?;
+    Ok(report)
+}
+
+/// Opens table `n` and reads every entry, so a damaged data block is found now.
+fn read_table(
+    fs: &dyn Fs,
+    dir: &Path,
+    n: u64,
+    topts: &TableOptions,
+    icmp: &InternalKeyComparator,
+) -> Result<Arc<Table>> {
+    let path = filename::table_file(dir, n);
+    let opts = TableOptions {
+        verify_checksums: true,
+        ..topts.clone()
+    };
+    let table = Arc::new(Table::open(
+        fs.open(&path)?,
+        path.clone(),
+        n,
+        opts,
+        icmp.clone(),
+        None,
+    )?);
+    table.verify_all_blocks()?;
+    let mut it = table.iter();
+    it.seek_to_first();
+    while it.valid() {
+        if key::parse_internal_key(it.key()).is_none() {
+            return Err(Error::corruption(&path, 0, "entry with a malformed key"));
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(table)
+}
+
+/// Replays log `n` into `mem`; an error ends the replay (what was read before it stays).
+fn replay_log(
+    fs: &dyn Fs,
+    dir: &Path,
+    n: u64,
+    mem: &MemTable,
+    max_seq: &mut u64,
+    report: &mut RepairReport,
+) -> Result<()> {
+    let path = filename::log_file(dir, n);
+    let mut reader = LogReader::new(
+        fs.open(&path)?,
+        path.clone(),
+        RecoveryMode::TolerateTornTail,
+    );
+    while let Some(record) = reader.read_record()? {
+        let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
+        batch.validate()?;
+        for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+            match op
+                .map_err(|reason| Error::corruption(&path, reader.last_record_offset(), reason))?
+            {
+                BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+                BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, b""),
+            }
+            *max_seq = (*max_seq).max(seq);
+        }
+        report.log_batches += 1;
+    }
+    Ok(())
+}
+
+/// Writes the newest entry of every user key of `input` (skipping keys whose newest entry is a
+/// tombstone) into tables cut at `target_size`, and syncs the directory.
+#[allow(clippy::too_many_arguments, reason = "one private step of repair")]
+fn write_newest(
+    fs: &dyn Fs,
+    dir: &Path,
+    input: &mut dyn InternalIterator,
+    target_size: u64,
+    topts: &TableOptions,
+    icmp: &InternalKeyComparator,
+    next_number: &mut u64,
+    report: &mut RepairReport,
+) -> Result<Vec<FileMeta>> {
+    let mut outputs = Vec::new();
+    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut last_user_key: Option<Vec<u8>> = None;
+    input.seek_to_first();
+    while input.valid() {
+        let ikey = input.key();
+        let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
+            Error::corruption("repair input", 0, "internal key with a bad trailer")
+        })?;
+        let newest = last_user_key
+            .as_deref()
+            .is_none_or(|k| icmp.user().compare(k, parsed.user_key).is_ne());
+        if newest {
+            last_user_key = Some(parsed.user_key.to_vec());
+            if parsed.kind == ValueKind::Value {
+                if builder
+                    .as_ref()
+                    .is_some_and(|(_, b)| b.estimated_file_size() >= target_size)
+                    && let Some((n, b)) = builder.take()
+                {
+                    outputs.push(finish(n, b)?);
+                }
+                let (_, b) = match &mut builder {
+                    Some(b) => b,
+                    None => {
+                        let n = *next_number;
+                        *next_number += 1;
+                        let path = filename::table_file(dir, n);
+                        let file = fs.create(&path)?;
+                        let b = TableBuilder::new(topts.clone(), icmp.clone(), file, path);
+                        builder.insert((n, b))
+                    }
+                };
+                b.add(ikey, input.value())?;
+                report.keys_written += 1;
+            }
+        }
+        input.next();
+    }
+    input.status()?;
+    if let Some((n, b)) = builder.take() {
+        outputs.push(finish(n, b)?);
+    }
+    report.tables_written = outputs.len();
+    fs.sync_dir(dir)?;
+    Ok(outputs)
+}
+
+fn finish(number: u64, builder: TableBuilder) -> Result<FileMeta> {
+    let (file_size, props) = builder.finish()?;
+    Ok(FileMeta {
+        number,
+        file_size,
+        smallest: props.smallest_key,
+        largest: props.largest_key,
+        smallest_seq: props.smallest_seq,
+        largest_seq: props.largest_seq,
+        num_entries: props.num_entries,
+        num_deletions: props.num_deletions,
+    })
+}
+
+/// Writes `edit` as the only record of MANIFEST-`number` (synced), then points CURRENT at it.
+fn write_manifest(fs: &dyn Fs, dir: &Path, number: u64, edit: &VersionEdit) -> Result<()> {
+    let path = filename::manifest_file(dir, number);
+    let mut writer = LogWriter::new(fs.create(&path)?);
+    let mut record = Vec::new();
+    edit.encode(&mut record);
+    writer.add_record(&record)?;
+    writer.sync()?;
+    drop(writer);
+    let tmp = filename::temp_file(dir, number);
+    let contents = format!("{}\n", filename::manifest_name(number));
+    fs::write_all_synced(fs, &tmp, contents.as_bytes())?;
+    fs.rename(&tmp, &filename::current_file(dir))?;
+    fs.sync_dir(dir)
+}
+
+fn move_to(fs: &dyn Fs, path: &Path, dir: &Path) -> Result<()> {
+    let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+    fs.rename(path, &dir.join(name))
+}
