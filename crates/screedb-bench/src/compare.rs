@@ -14,9 +14,10 @@ use crate::report::{format_bytes, opt_ratio};
 use crate::workload::PhaseResult;
 use crate::{BenchArgs, BenchReport};
 
-/// The flags of `compare`: every benchmark flag, plus the engines.
+/// The flags of `compare`: every benchmark flag, plus the engines. A flag given twice takes
+/// the last value (so scripts can append overrides).
 #[derive(Debug, Clone, clap::Args)]
-#[command(rename_all = "snake_case")]
+#[command(rename_all = "snake_case", args_override_self = true)]
 pub struct CompareArgs {
     /// Comma-separated engines, run in this order (see `--engine`).
     #[arg(long, value_delimiter = ',', default_value = "screedb")]

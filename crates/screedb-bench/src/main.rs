@@ -15,7 +15,8 @@ use screedb_bench::compare::CompareArgs;
     version,
     about,
     max_term_width = 100,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]

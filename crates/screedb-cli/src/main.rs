@@ -76,7 +76,7 @@ enum Command {
     },
     /// Run db_bench-style benchmarks (default: the README's main job, about a minute), or
     /// `bench compare` to run them on several engines.
-    Bench(BenchCommand),
+    Bench(Box<BenchCommand>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -147,18 +147,24 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::DumpManifest(args) => dump::manifest(&args, out),
         Command::Check { db } => inspect::check(&db, out),
         Command::Stats { db } => inspect::stats(&db, out),
-        Command::Bench(BenchCommand {
+        Command::Bench(bench) => bench_command(*bench, out),
+    }
+}
+
+fn bench_command(bench: BenchCommand, out: &mut dyn Write) -> CliResult {
+    match bench {
+        BenchCommand {
             compare: None,
             args,
-        }) => {
+        } => {
             let report = screedb_bench::run(args)?;
             out.write_all(report.render().as_bytes())?;
             Ok(())
         }
-        Command::Bench(BenchCommand {
+        BenchCommand {
             compare: Some(BenchSub::Compare(args)),
             ..
-        }) => {
+        } => {
             let comparison = screedb_bench::compare::run(args)?;
             out.write_all(comparison.markdown().as_bytes())?;
             Ok(())
