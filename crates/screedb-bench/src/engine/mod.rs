@@ -273,6 +273,45 @@ mod tests {
     fn screedb_engine_writes_reads_and_scans_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let e = engine(dir.path());
+        conformance(&*e);
+        assert!(e.write_amplification().unwrap() > 0.0);
+        assert!(e.stats_text().contains("L0"));
+        e.close().unwrap();
+    }
+
+    #[cfg(feature = "fjall")]
+    #[test]
+    fn fjall_engine_behaves_like_screedb() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig {
+            write_buffer_size: 1 << 20,
+            cache_size: 1 << 20,
+            bloom_bits: 10,
+            compression: Compression::None,
+        };
+        let e = EngineKind::Fjall.open(dir.path(), &config).unwrap();
+        conformance(&*e);
+        e.close().unwrap();
+        EngineKind::Fjall.destroy(dir.path()).unwrap();
+    }
+
+    #[cfg(any(feature = "rocksdb", feature = "rocksdb-system"))]
+    #[test]
+    fn rocksdb_engine_behaves_like_screedb() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig {
+            write_buffer_size: 1 << 20,
+            cache_size: 1 << 20,
+            bloom_bits: 10,
+            compression: Compression::None,
+        };
+        let e = EngineKind::RocksDb.open(dir.path(), &config).unwrap();
+        conformance(&*e);
+        e.close().unwrap();
+    }
+
+    /// The behaviour every engine must share for the workloads to mean the same thing.
+    fn conformance(e: &dyn Engine) {
         e.write_batch(
             &[
                 Op::Put(b"b", b"2"),
@@ -287,15 +326,12 @@ mod tests {
         assert_eq!(e.get(b"b").unwrap(), Some(b"2".to_vec()));
         assert_eq!(e.get(b"x").unwrap(), None);
         let v = |s: &[&str]| s.iter().map(|k| k.as_bytes().to_vec()).collect::<Vec<_>>();
-        assert_eq!(keys(&*e, None, false, 10), v(&["a", "b", "d"]));
-        assert_eq!(keys(&*e, Some(b"c"), false, 1), v(&["d"]));
-        assert_eq!(keys(&*e, None, true, 10), v(&["d", "b", "a"]));
-        assert_eq!(keys(&*e, Some(b"c"), true, 10), v(&["b", "a"]));
-        assert_eq!(keys(&*e, Some(b"b"), true, 1), v(&["b"]));
-        assert_eq!(keys(&*e, Some(b"z"), true, 1), v(&["d"]));
+        assert_eq!(keys(e, None, false, 10), v(&["a", "b", "d"]));
+        assert_eq!(keys(e, Some(b"c"), false, 1), v(&["d"]));
+        assert_eq!(keys(e, None, true, 10), v(&["d", "b", "a"]));
+        assert_eq!(keys(e, Some(b"c"), true, 10), v(&["b", "a"]));
+        assert_eq!(keys(e, Some(b"b"), true, 1), v(&["b"]));
+        assert_eq!(keys(e, Some(b"z"), true, 1), v(&["d"]));
         e.settle().unwrap();
-        assert!(e.write_amplification().unwrap() > 0.0);
-        assert!(e.stats_text().contains("L0"));
-        e.close().unwrap();
     }
 }
