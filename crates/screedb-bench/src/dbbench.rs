@@ -36,6 +36,7 @@ pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outc
         };
     let progress = Progress::new(b.name(), per_thread * threads as u64);
     let stop = AtomicBool::new(false);
+    let stop = &stop;
     let writer_ops = AtomicU64::new(0);
     let writer_bytes = AtomicU64::new(0);
     let background = matches!(b, Benchmark::ReadWhileWriting | Benchmark::SeekWhileWriting);
@@ -43,13 +44,23 @@ pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outc
         let writer = background.then(|| {
             s.spawn(|| {
                 let mut rng = Rng::new(seed ^ 0xbac6_9e0d);
-                background_writer(t, shape, &mut rng, &stop, &writer_ops, &writer_bytes)
+                let r = background_writer(t, shape, &mut rng, stop, &writer_ops, &writer_bytes);
+                // A failed writer releases the readers waiting for its first write.
+                stop.store(true, Ordering::Relaxed);
+                r
             })
         });
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let progress = &progress;
+                let (progress, writer_ops) = (&progress, &writer_ops);
                 s.spawn(move || {
+                    // Readers start once the writer is writing, so they always overlap.
+                    while background && writer_ops.load(Ordering::Relaxed) == 0 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
                     let mut rng = Rng::new(seed.wrapping_add(i as u64).wrapping_mul(0x9e37_79b9));
                     one_thread(b, t, shape, &mut rng, progress)
                 })

@@ -104,6 +104,11 @@ pub enum EngineKind {
 /// The engine names `--engine` accepts (besides `leveldb-c:PATH`).
 pub const ENGINE_NAMES: [&str; 4] = ["screedb", "fjall", "leveldb", "rocksdb"];
 
+#[cfg(not(all(
+    feature = "fjall",
+    feature = "leveldb",
+    any(feature = "rocksdb", feature = "rocksdb-system")
+)))]
 fn not_built(name: &str, features: &str) -> Error {
     Error::invalid(format!(
         "engine {name} is not built in: rebuild screedb-bench with --features {features} (see \
