@@ -80,6 +80,22 @@ impl Histogram {
         self.max = self.max.max(nanos);
     }
 
+    /// Adds every latency `other` recorded.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Smallest latency, in nanoseconds (0 when empty).
+    pub fn min(&self) -> u64 {
+        if self.count == 0 { 0 } else { self.min }
+    }
+
     /// Number of latencies recorded.
     pub fn count(&self) -> u64 {
         self.count
@@ -186,6 +202,17 @@ mod tests {
         assert_eq!(h.max(), 100_000);
         assert!((h.mean() - 50_000.5).abs() < 1e-6);
         assert_eq!(Histogram::default().percentile(50.0), 0);
+    }
+
+    #[test]
+    fn merged_histograms_count_both() {
+        let (mut a, mut b) = (Histogram::default(), Histogram::default());
+        (1..=10).for_each(|v| a.record_nanos(v * 1000));
+        (11..=20).for_each(|v| b.record_nanos(v * 1000));
+        a.merge(&b);
+        assert_eq!((a.count(), a.min(), a.max()), (20, 1000, 20_000));
+        assert!((a.mean() - 10_500.0).abs() < 1e-6);
+        assert_eq!(Histogram::default().min(), 0);
     }
 
     #[test]

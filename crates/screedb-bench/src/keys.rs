@@ -27,6 +27,11 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// A uniform number in `[0, 1)` (53 random bits).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// A uniform number in `[0, n)` (Lemire's multiply-shift; `n > 0`).
     pub fn uniform(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64

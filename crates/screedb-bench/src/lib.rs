@@ -9,12 +9,18 @@
 //! Engines sit behind the [`engine::Engine`] trait so that peer engines can run the same
 //! workloads; ScreeDB is the first implementation.
 
+pub mod compare;
+pub mod dbbench;
+pub mod distribution;
 pub mod engine;
 pub mod histogram;
 pub mod keys;
+pub mod live;
+pub mod progress;
 pub mod report;
 pub mod sysinfo;
 pub mod workload;
+pub mod ycsb;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -23,29 +29,53 @@ use clap::Parser;
 use clap::builder::BoolishValueParser;
 use screedb::{Error, Result};
 
+use distribution::Distribution;
 use engine::{Compression, Engine, EngineConfig, EngineKind};
-use keys::{Rng, ValueGen, decimal_digits};
-use workload::{Benchmark, PhaseResult, Shape};
+use keys::{Rng, decimal_digits};
+use live::LiveKeys;
+use workload::{Benchmark, PhaseResult, Shape, Target};
 
 /// The workloads run when `--benchmarks` is not given: the README's main job, every workload once
-/// with `--num=1000000`: 25 s on two idle cores, about 50 s when they are shared.
+/// with `--num=1000000`, then a YCSB load and workload A of as many records: 54 s measured on two
+/// cores shared with other builds (load average 7); readwhilewriting, 23 s more there, is left
+/// out to keep it near a minute.
 pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillrandom,overwrite,readrandom,readmissing,\
-seekrandom,readseq,readreverse,deleterandom,stats";
+seekrandom,readseq,readreverse,deleterandom,ycsb_load,ycsb_a,stats";
+
+/// Default `--write_buffer_size`, for every engine: 64 MiB (RocksDB's and ScreeDB's default).
+pub const DEFAULT_WRITE_BUFFER: usize = 64 << 20;
+/// Default `--cache_size`, for every engine: 32 MiB.
+pub const DEFAULT_CACHE: usize = 32 << 20;
 
 /// The flags of a benchmark run, named as db_bench names them (`--value_size=100`).
 #[derive(Debug, Clone, clap::Args)]
 #[command(rename_all = "snake_case")]
 pub struct BenchArgs {
     /// Comma-separated workloads, run in order: fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readseq, readreverse, seekrandom, deleterandom, stats.
+    /// readmissing, readseq, readreverse, seekrandom, deleterandom, readwhilewriting,
+    /// seekwhilewriting, stats, ycsb_load, ycsb_a ... ycsb_f.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<String>,
-    /// Keys in the key space; updates per write workload.
+    /// The engine: screedb, fjall, leveldb, rocksdb (peers need their cargo feature), or
+    /// leveldb-c:PATH (a library exporting LevelDB's C API, loaded at run time).
+    #[arg(long, default_value = "screedb")]
+    pub engine: String,
+    /// Keys in the key space; updates per write workload and thread; YCSB records.
     #[arg(long, default_value_t = 1_000_000)]
     pub num: u64,
-    /// Operations per read workload. Default: `--num`.
+    /// Operations per read workload and thread; YCSB operations in all. Default: `--num`.
     #[arg(long)]
     pub reads: Option<u64>,
+    /// Threads of the read, overwrite, delete and YCSB workloads (readwhilewriting and
+    /// seekwhilewriting add one writer thread); fills and full scans use one.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Entries read after each seek of seekrandom and seekwhilewriting.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: u64,
+    /// How random db_bench workloads draw key numbers (YCSB workloads use their own).
+    #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
+    pub distribution: Distribution,
     /// Bytes per key (zero-padded decimal key numbers).
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
@@ -59,18 +89,23 @@ pub struct BenchArgs {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "false", default_missing_value = "true")]
     pub sync: bool,
-    /// Bytes buffered in memory before a flush. Default: the engine's.
-    #[arg(long)]
-    pub write_buffer_size: Option<usize>,
-    /// Bytes of block cache. Default: the engine's.
-    #[arg(long)]
-    pub cache_size: Option<usize>,
+    /// Bytes buffered in memory before a flush (every engine).
+    #[arg(long, default_value_t = DEFAULT_WRITE_BUFFER)]
+    pub write_buffer_size: usize,
+    /// Bytes of block cache (every engine).
+    #[arg(long, default_value_t = DEFAULT_CACHE)]
+    pub cache_size: usize,
     /// Bloom filter bits per key (0: no filter).
     #[arg(long, default_value_t = 10)]
     pub bloom_bits: u32,
-    /// Block compression.
-    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
+    /// Block compression (none by default, so engines compare alike).
+    #[arg(long, value_enum, default_value_t = Compression::None)]
     pub compression: Compression,
+    /// After each write workload, wait until the engine's background flushes and compactions
+    /// are done, and measure again ("settled" columns).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "true", default_missing_value = "true")]
+    pub settle: bool,
     /// Use the database in `--db` as it is; fill workloads are skipped.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "false", default_missing_value = "true")]
@@ -121,7 +156,7 @@ impl Default for BenchArgs {
 #[derive(Debug)]
 pub struct BenchReport {
     /// The engine's name.
-    pub engine: &'static str,
+    pub engine: String,
     /// The settings, as `(flag, value)` pairs.
     pub config: Vec<(&'static str, String)>,
     /// One result per timed workload, in order.
@@ -134,8 +169,21 @@ pub struct BenchReport {
     pub histogram: bool,
 }
 
+/// What the columns of the tables mean, printed under them.
+pub const LEGEND: &str = "\
+user write: bytes of keys and values written; proc write/read: write_bytes/read_bytes of
+/proc/self/io while the workload ran (bytes sent to / fetched from storage, counted when pages
+are dirtied); WA proc = proc write / user write; WA engine = the engine's own (WAL + flush +
+compaction bytes) / user bytes since the database was created; \"settled\" columns include the
+wait for background work after the workload; cpu s: user + system CPU seconds of the whole
+process (background threads too) during the operations; peak RSS: the process's peak resident
+memory during the workload; disk: blocks the database's files occupy; space amp = disk / bytes
+of live keys and values.
+";
+
 impl BenchReport {
-    /// The report as text: settings, the speed table, the I/O table, statistics, histograms.
+    /// The report as text: settings, the speed table, the I/O table, YCSB summaries,
+    /// statistics, histograms.
     pub fn render(&self) -> String {
         let mut out = format!("engine: {}\n", self.engine);
         for (name, value) in &self.config {
@@ -148,14 +196,11 @@ impl BenchReport {
         out.push_str(&report::speed_table(&self.results));
         out.push('\n');
         out.push_str(&report::io_table(&self.results));
-        out.push_str(
-            "\nuser write: bytes of keys and values written; proc write/read: write_bytes/read_bytes \
-             of /proc/self/io while\nthe workload ran (bytes sent to / fetched from storage, \
-             counted when pages are dirtied); WA proc = proc write\n/ user write; WA engine = the \
-             engine's own (WAL + flush + compaction bytes) / user bytes since the database\nwas \
-             created; \"settled\" columns include the wait for background work after the \
-             workload.\n",
-        );
+        out.push('\n');
+        out.push_str(LEGEND);
+        for r in self.results.iter().filter(|r| !r.per_op.is_empty()) {
+            let _ = write!(out, "\n{}:\n{}", r.benchmark.name(), ycsb::summary(r));
+        }
         for (after, text) in &self.stats {
             let _ = write!(out, "\nstats after {after}:\n{text}");
         }
@@ -191,6 +236,12 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
     if args.batch_size == 0 {
         return Err(Error::invalid("--batch_size must be at least 1"));
     }
+    if args.threads == 0 || args.threads > 1024 {
+        return Err(Error::invalid("--threads must be between 1 and 1024"));
+    }
+    if args.write_buffer_size < 64 << 10 {
+        return Err(Error::invalid("--write_buffer_size must be at least 65536"));
+    }
     Ok(Shape {
         num: args.num,
         reads: args.reads.unwrap_or(args.num),
@@ -198,16 +249,18 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
         value_size: args.value_size,
         batch_size: args.batch_size,
         sync: args.sync,
+        threads: args.threads,
+        seek_nexts: args.seek_nexts,
+        distribution: args.distribution,
     })
 }
 
 fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, String)> {
-    let or_default =
-        |v: Option<usize>| v.map_or_else(|| "engine default".into(), |v| v.to_string());
     vec![
         ("benchmarks", args.benchmarks.join(",")),
         ("num", shape.num.to_string()),
         ("reads", shape.reads.to_string()),
+        ("threads", shape.threads.to_string()),
         ("key_size", shape.key_size.to_string()),
         (
             "value_size",
@@ -215,13 +268,19 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
         ),
         ("batch_size", shape.batch_size.to_string()),
         ("sync", shape.sync.to_string()),
-        ("write_buffer_size", or_default(args.write_buffer_size)),
-        ("cache_size", or_default(args.cache_size)),
+        (
+            "distribution",
+            format!("{:?}", shape.distribution).to_lowercase(),
+        ),
+        ("seek_nexts", shape.seek_nexts.to_string()),
+        ("write_buffer_size", args.write_buffer_size.to_string()),
+        ("cache_size", args.cache_size.to_string()),
         ("bloom_bits", args.bloom_bits.to_string()),
         (
             "compression",
             format!("{:?}", args.compression).to_lowercase(),
         ),
+        ("settle", args.settle.to_string()),
         ("seed", args.seed.to_string()),
         ("db", dir.to_string()),
     ]
@@ -235,7 +294,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         .iter()
         .map(|name| Benchmark::parse(name.trim()))
         .collect::<Result<Vec<_>>>()?;
-    let kind = EngineKind::ScreeDb;
+    let kind = EngineKind::parse(&args.engine)?;
     let config = EngineConfig {
         write_buffer_size: args.write_buffer_size,
         cache_size: args.cache_size,
@@ -253,7 +312,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
                 .prefix("screedb-bench-")
                 .tempdir()
                 .map_err(|e| Error::io("create", std::env::temp_dir(), e))?;
-            let d = temp.path().to_path_buf();
+            let d = temp.path().join(kind.label().replace(['/', ':'], "_"));
             let label = format!("{} (temporary)", d.display());
             (d, label)
         }
@@ -265,9 +324,10 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
     } else {
         kind.destroy(&dir)?;
     }
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
 
     let mut report = BenchReport {
-        engine: "",
+        engine: kind.label(),
         config: config_of(&args, &shape, &dir_label),
         results: Vec::new(),
         stats: Vec::new(),
@@ -275,9 +335,11 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         histogram: args.histogram,
     };
     let mut engine: Box<dyn Engine> = kind.open(&dir, &config)?;
-    report.engine = engine.name();
+    let live = LiveKeys::new(shape.num);
+    if args.use_existing_db {
+        live.set_unknown();
+    }
     let mut rng = Rng::new(args.seed);
-    let mut values = ValueGen::new(args.seed ^ 0x5eed, shape.value_size);
     let mut dirty = args.use_existing_db;
     let mut previous = String::from("opening");
     for b in benchmarks {
@@ -295,12 +357,19 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
             if dirty {
                 engine.close()?;
                 kind.destroy(&dir)?;
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
                 engine = kind.open(&dir, &config)?;
+                live.clear();
             }
         }
-        let result = workload::run_phase(b, &*engine, &shape, &mut rng, &mut values, &dir)?;
+        let target = Target {
+            engine: &*engine,
+            dir: &dir,
+            live: &live,
+        };
+        let result = workload::run_phase(b, target, &shape, rng.next_u64(), args.settle)?;
         eprintln!(
-            "{:<14} {:>10} ops in {:>7.2} s ({:.0} ops/s){}",
+            "{:<16} {:>10} ops in {:>7.2} s ({:.0} ops/s){}",
             b.name(),
             result.ops,
             result.elapsed.as_secs_f64(),
@@ -319,7 +388,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
     }
     engine.close()?;
     if let Some(path) = &args.json {
-        let json = report::to_json(&report.config, report.engine, &report.results);
+        let json = report::to_json(&report.config, &report.engine, &report.results);
         std::fs::write(path, json).map_err(|e| Error::io("write", path, e))?;
     }
     Ok(report)
@@ -344,6 +413,10 @@ mod tests {
             "--sync",
             "--use_existing_db=0",
             "--compression=none",
+            "--threads=3",
+            "--distribution=zipfian",
+            "--settle=false",
+            "--engine=leveldb-c:/tmp/x.so",
         ])
         .unwrap();
         assert_eq!(a.num, 10);
@@ -352,6 +425,11 @@ mod tests {
         assert!(a.sync);
         assert!(!a.use_existing_db);
         assert_eq!(a.compression, Compression::None);
+        assert_eq!(a.threads, 3);
+        assert_eq!(a.distribution, Distribution::Zipfian);
+        assert!(!a.settle);
+        assert_eq!(a.engine, "leveldb-c:/tmp/x.so");
+        assert!(BenchArgs::default().settle);
         assert!(BenchArgs::from_flags(["--key-size=8"]).is_err());
     }
 
@@ -373,6 +451,12 @@ mod tests {
             run_with(&["--use_existing_db"])
                 .to_string()
                 .contains("--db")
+        );
+        assert!(run_with(&["--threads=0"]).to_string().contains("--threads"));
+        assert!(
+            run_with(&["--engine=nope"])
+                .to_string()
+                .contains("unknown engine")
         );
     }
 

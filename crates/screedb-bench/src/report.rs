@@ -21,13 +21,14 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
-fn opt_ratio(v: Option<f64>) -> String {
+/// A ratio with two decimals, or `-` when unknown.
+pub fn opt_ratio(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
 }
 
 /// Lays out rows under a header, each column as wide as its widest cell; the first column is
 /// left-aligned, the others right-aligned.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -77,6 +78,8 @@ pub fn speed_table(results: &[PhaseResult]) -> String {
                 format_nanos(h.max()),
                 r.found
                     .map_or_else(String::new, |f| format!("{f} of {}", r.ops)),
+                r.background_writes
+                    .map_or_else(String::new, |w| w.to_string()),
             ]
         })
         .collect();
@@ -92,6 +95,7 @@ pub fn speed_table(results: &[PhaseResult]) -> String {
             "p99.9",
             "max",
             "found",
+            "bg writes",
         ],
         &rows,
     )
@@ -120,7 +124,11 @@ pub fn io_table(results: &[PhaseResult]) -> String {
                 ),
                 opt_ratio(r.process_wa_settled()),
                 opt_ratio(settled.and_then(|s| s.engine_wa)),
+                r.cpu_seconds
+                    .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+                r.peak_rss.map_or_else(|| "-".into(), format_bytes),
                 format_bytes(r.disk_bytes),
+                opt_ratio(r.space_amp()),
             ]
         })
         .collect();
@@ -135,7 +143,10 @@ pub fn io_table(results: &[PhaseResult]) -> String {
             "settle",
             "WA proc settled",
             "WA engine settled",
+            "cpu s",
+            "peak RSS",
             "disk",
+            "space amp",
         ],
         &rows,
     )
@@ -169,6 +180,31 @@ fn json_num(v: Option<f64>) -> String {
 
 fn json_u64(v: Option<u64>) -> String {
     v.map_or_else(|| "null".into(), |v| v.to_string())
+}
+
+/// YCSB's per-operation latencies as a JSON object keyed by operation.
+fn per_op_json(ops: &[crate::workload::OpStats]) -> String {
+    let mut out = String::from("{");
+    for (i, op) in ops.iter().enumerate() {
+        let h = &op.latency;
+        let _ = write!(
+            out,
+            "{}{}: {{\"count\": {}, \"not_found\": {}, \"latency_ns_mean\": {}, \
+             \"latency_ns_p50\": {}, \"latency_ns_p95\": {}, \"latency_ns_p99\": {}, \
+             \"latency_ns_max\": {}}}",
+            if i == 0 { "" } else { ", " },
+            json_str(op.name),
+            h.count(),
+            op.not_found,
+            json_num(Some(h.mean())),
+            h.percentile(50.0),
+            h.percentile(95.0),
+            h.percentile(99.0),
+            h.max()
+        );
+    }
+    out.push('}');
+    out
 }
 
 /// The whole run as a JSON document: `config` (name/value strings) and one object per result.
@@ -228,6 +264,17 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
                 json_num(settled.and_then(|s| s.engine_wa)),
             ),
             ("disk_bytes", r.disk_bytes.to_string()),
+            ("live_bytes", json_u64(r.live_bytes)),
+            ("space_amp", json_num(r.space_amp())),
+            ("cpu_seconds", json_num(r.cpu_seconds)),
+            (
+                "cpu_seconds_settled",
+                json_num(settled.and_then(|s| s.cpu_seconds)),
+            ),
+            ("peak_rss_bytes", json_u64(r.peak_rss)),
+            ("threads", r.threads.to_string()),
+            ("background_writes", json_u64(r.background_writes)),
+            ("operations", per_op_json(&r.per_op)),
         ];
         out.push_str(if i == 0 { "\n    {" } else { ",\n    {" });
         for (j, (name, value)) in fields.iter().enumerate() {

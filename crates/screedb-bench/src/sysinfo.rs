@@ -4,7 +4,9 @@
 //! and bytes it caused to be fetched from or sent to storage (`read_bytes`, `write_bytes`; the
 //! latter counted when pages are dirtied, so it includes WAL pages deleted before write-back,
 //! which `cancelled_write_bytes` counts when the deletion happens). Elsewhere the counters are
-//! unavailable.
+//! unavailable. CPU time comes from `getrusage`, the peak resident set size from `VmHWM` in
+//! `/proc/self/status` (reset per workload through `/proc/self/clear_refs`), and space on disk
+//! from the blocks the database's files occupy.
 
 use std::path::Path;
 
@@ -65,17 +67,67 @@ impl IoCounters {
     }
 }
 
-/// Bytes the files directly inside `dir` occupy on disk (allocated blocks; file lengths where
-/// blocks are not known). Unreadable entries count as 0.
+/// Bytes the files inside `dir` and its subdirectories occupy on disk (allocated blocks; file
+/// lengths where blocks are not known). Unreadable entries count as 0; symbolic links are not
+/// followed.
 pub fn disk_usage(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    entries
-        .filter_map(|e| e.ok()?.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| allocated_bytes(&m))
-        .sum()
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let Ok(m) = entry.metadata() else { continue };
+        if m.is_dir() {
+            total += disk_usage(&entry.path());
+        } else if m.is_file() {
+            total += allocated_bytes(&m);
+        }
+    }
+    total
+}
+
+/// CPU seconds (user + system) the whole process used so far, all threads included (the
+/// engine's background threads too), from `getrusage(RUSAGE_SELF)`.
+#[cfg(unix)]
+pub fn cpu_seconds() -> Option<f64> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: `getrusage` writes a whole `rusage` into the pointer it is given, which points at
+    // enough space; we read it only when the call reports success.
+    let ru = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) != 0 {
+            return None;
+        }
+        ru.assume_init()
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(secs(ru.ru_utime) + secs(ru.ru_stime))
+}
+
+/// CPU seconds are unknown off Unix.
+#[cfg(not(unix))]
+pub fn cpu_seconds() -> Option<f64> {
+    None
+}
+
+/// Resets the process's peak resident set size to the current one (Linux: writes `5` to
+/// `/proc/self/clear_refs`), so [`peak_rss`] measures one workload. Returns false where that
+/// is not possible; [`peak_rss`] is then the peak since the process started.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The peak resident set size in bytes: `VmHWM` of `/proc/self/status`.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 #[cfg(unix)]
@@ -113,5 +165,29 @@ mod tests {
         std::fs::write(dir.path().join("f"), vec![1u8; 10_000]).unwrap();
         assert!(disk_usage(dir.path()) >= 10_000);
         assert_eq!(disk_usage(&dir.path().join("missing")), 0);
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("g"), vec![1u8; 20_000]).unwrap();
+        assert!(disk_usage(dir.path()) >= 30_000, "subdirectories count");
+    }
+
+    #[test]
+    fn cpu_and_peak_memory_are_measured() {
+        let before = cpu_seconds().unwrap();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(cpu_seconds().unwrap() >= before);
+        if reset_peak_rss() {
+            let base = peak_rss().unwrap();
+            let big = vec![1u8; 64 << 20];
+            std::hint::black_box(&big);
+            assert!(
+                peak_rss().unwrap() >= base + (32 << 20),
+                "a 64 MiB buffer raises the peak"
+            );
+        }
     }
 }

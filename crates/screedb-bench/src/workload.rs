@@ -1,32 +1,32 @@
-//! The db_bench workloads: what each one does and what it measures.
+//! The workloads (db_bench's and YCSB's): what each one is called and what a run of one measures.
 //!
-//! Every workload runs in one thread against an [`Engine`]. Write workloads use `batch_size`
-//! updates per write call; random ones draw key numbers uniformly from `[0, num)`. A latency is
-//! recorded per call (per batch for batched writes; per entry for scans). After a write
-//! workload the engine is settled (its background work waited for), and the process I/O and
-//! write amplification are read before and after.
+//! [`run_phase`] wraps every workload in the same measurement: wall time of the operations, the
+//! process's CPU seconds, peak resident memory, `/proc/self/io` bytes, the engine's write
+//! amplification, and, after a write workload (with `--settle`), the same again once the engine's
+//! background work is done. The operations themselves are in [`crate::dbbench`] and
+//! [`crate::ycsb`].
 
-use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use screedb::{Error, Result};
 
-use crate::engine::{Engine, Op};
+use crate::distribution::Distribution;
+use crate::engine::Engine;
 use crate::histogram::Histogram;
-use crate::keys::{Rng, ValueGen, make_key};
-use crate::sysinfo::{IoCounters, disk_usage};
+use crate::live::LiveKeys;
+use crate::sysinfo::{IoCounters, cpu_seconds, disk_usage, peak_rss, reset_peak_rss};
 
-/// A named workload (db_bench's names).
+/// A named workload (db_bench's names; YCSB's as `ycsb_load`, `ycsb_a` ... `ycsb_f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Benchmark {
     /// Writes keys `0..num` in order into a fresh database.
     FillSeq,
-    /// Writes `num` random keys into a fresh database.
+    /// Writes `num` random keys into a fresh database (drawn with replacement).
     FillRandom,
     /// Writes `num` random keys over the existing database.
     Overwrite,
-    /// Reads `reads` random keys (about 63% exist after fillrandom).
+    /// Reads `reads` random keys (about 63% exist after a uniform fillrandom).
     ReadRandom,
     /// Reads `reads` random keys that do not exist (a key with "." appended).
     ReadMissing,
@@ -34,15 +34,34 @@ pub enum Benchmark {
     ReadSeq,
     /// Reads `reads` entries in descending order.
     ReadReverse,
-    /// Seeks `reads` times to a random key and reads the entry there.
+    /// Seeks `reads` times to a random key and reads `1 + seek_nexts` entries from there.
     SeekRandom,
     /// Deletes `num` random keys.
     DeleteRandom,
+    /// readrandom in `threads` threads while one more thread overwrites random keys.
+    ReadWhileWriting,
+    /// seekrandom in `threads` threads while one more thread overwrites random keys.
+    SeekWhileWriting,
     /// Prints the engine's statistics (not timed).
     Stats,
+    /// YCSB load: inserts `num` records in hashed order into a fresh database.
+    YcsbLoad,
+    /// YCSB A: 50% reads, 50% updates, zipfian.
+    YcsbA,
+    /// YCSB B: 95% reads, 5% updates, zipfian.
+    YcsbB,
+    /// YCSB C: 100% reads, zipfian.
+    YcsbC,
+    /// YCSB D: 95% reads, 5% inserts, latest.
+    YcsbD,
+    /// YCSB E: 95% scans (uniform length 1-100), 5% inserts, zipfian.
+    YcsbE,
+    /// YCSB F: 50% reads, 50% read-modify-writes, zipfian.
+    YcsbF,
 }
 
-const ALL: [(&str, Benchmark); 10] = [
+/// Every benchmark with its name.
+pub const ALL: [(&str, Benchmark); 19] = [
     ("fillseq", Benchmark::FillSeq),
     ("fillrandom", Benchmark::FillRandom),
     ("overwrite", Benchmark::Overwrite),
@@ -52,7 +71,16 @@ const ALL: [(&str, Benchmark); 10] = [
     ("readreverse", Benchmark::ReadReverse),
     ("seekrandom", Benchmark::SeekRandom),
     ("deleterandom", Benchmark::DeleteRandom),
+    ("readwhilewriting", Benchmark::ReadWhileWriting),
+    ("seekwhilewriting", Benchmark::SeekWhileWriting),
     ("stats", Benchmark::Stats),
+    ("ycsb_load", Benchmark::YcsbLoad),
+    ("ycsb_a", Benchmark::YcsbA),
+    ("ycsb_b", Benchmark::YcsbB),
+    ("ycsb_c", Benchmark::YcsbC),
+    ("ycsb_d", Benchmark::YcsbD),
+    ("ycsb_e", Benchmark::YcsbE),
+    ("ycsb_f", Benchmark::YcsbF),
 ];
 
 impl Benchmark {
@@ -70,34 +98,45 @@ impl Benchmark {
             })
     }
 
-    /// db_bench's name.
+    /// db_bench's (or our YCSB) name.
     pub fn name(self) -> &'static str {
         ALL.iter().find(|(_, b)| *b == self).map_or("?", |(n, _)| n)
     }
 
     /// True for workloads that start from an empty database.
     pub fn fresh_db(self) -> bool {
-        matches!(self, Benchmark::FillSeq | Benchmark::FillRandom)
-    }
-
-    /// True for workloads that write.
-    pub fn writes(self) -> bool {
         matches!(
             self,
-            Benchmark::FillSeq
-                | Benchmark::FillRandom
-                | Benchmark::Overwrite
-                | Benchmark::DeleteRandom
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::YcsbLoad
         )
+    }
+
+    /// True for workloads that write (and so settle afterwards).
+    pub fn writes(self) -> bool {
+        !matches!(
+            self,
+            Benchmark::ReadRandom
+                | Benchmark::ReadMissing
+                | Benchmark::ReadSeq
+                | Benchmark::ReadReverse
+                | Benchmark::SeekRandom
+                | Benchmark::Stats
+                | Benchmark::YcsbC
+        )
+    }
+
+    /// True for the YCSB workloads.
+    pub fn is_ycsb(self) -> bool {
+        self.name().starts_with("ycsb_")
     }
 }
 
 /// The sizes and counts every workload uses.
 #[derive(Debug, Clone)]
 pub struct Shape {
-    /// Keys in the key space, and updates per write workload.
+    /// Keys in the key space, updates per write workload, YCSB records.
     pub num: u64,
-    /// Operations per read workload.
+    /// Operations per read workload and thread; YCSB operations.
     pub reads: u64,
     /// Bytes per key.
     pub key_size: usize,
@@ -107,6 +146,12 @@ pub struct Shape {
     pub batch_size: usize,
     /// Sync every write.
     pub sync: bool,
+    /// Threads of the read and overwrite workloads and of YCSB.
+    pub threads: usize,
+    /// Entries read after each seek of seekrandom and seekwhilewriting.
+    pub seek_nexts: u64,
+    /// How random db_bench workloads draw key numbers.
+    pub distribution: Distribution,
 }
 
 /// The state after background work settled, for write workloads.
@@ -118,6 +163,38 @@ pub struct Settled {
     pub io: Option<IoCounters>,
     /// The engine's write amplification after settling.
     pub engine_wa: Option<f64>,
+    /// CPU seconds from the start of the workload to the end of settling.
+    pub cpu_seconds: Option<f64>,
+}
+
+/// Latencies of one kind of operation (YCSB's READ, UPDATE, ...).
+#[derive(Debug, Clone)]
+pub struct OpStats {
+    /// YCSB's name of the operation.
+    pub name: &'static str,
+    /// Latency per operation.
+    pub latency: Histogram,
+    /// Operations that found no record (reads of a missing key).
+    pub not_found: u64,
+}
+
+/// What the operations of one workload counted, before the measurement around them.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Operations done (updates for writes, entries for scans; reads for *whilewriting).
+    pub ops: u64,
+    /// Latency per call.
+    pub latency: Histogram,
+    /// Bytes of keys and values written or read.
+    pub bytes: u64,
+    /// Bytes of keys and values written (by every thread, the background writer's too).
+    pub user_bytes_written: u64,
+    /// For point reads and seeks: how many found their key.
+    pub found: Option<u64>,
+    /// Writes the background writer of *whilewriting made.
+    pub background_writes: Option<u64>,
+    /// Per operation kind (YCSB).
+    pub per_op: Vec<OpStats>,
 }
 
 /// What one workload measured.
@@ -125,6 +202,8 @@ pub struct Settled {
 pub struct PhaseResult {
     /// The workload.
     pub benchmark: Benchmark,
+    /// Threads that ran it (not counting a background writer).
+    pub threads: usize,
     /// Operations done (updates for writes, entries for scans).
     pub ops: u64,
     /// Wall time of the operations (settling excluded).
@@ -135,16 +214,27 @@ pub struct PhaseResult {
     pub user_bytes_written: u64,
     /// For point reads and seeks: how many found their key.
     pub found: Option<u64>,
+    /// Writes made by the background writer of readwhilewriting and seekwhilewriting.
+    pub background_writes: Option<u64>,
     /// Latency per call.
     pub latency: Histogram,
+    /// Per operation kind (YCSB).
+    pub per_op: Vec<OpStats>,
     /// Process I/O during the operations.
     pub io: Option<IoCounters>,
+    /// CPU seconds (user + system, every thread of the process) during the operations.
+    pub cpu_seconds: Option<f64>,
+    /// Peak resident set size during the workload (since the process started where it cannot
+    /// be reset).
+    pub peak_rss: Option<u64>,
     /// The engine's write amplification right after the operations.
     pub engine_wa: Option<f64>,
-    /// For write workloads: after settling.
+    /// For write workloads with `--settle`: after settling.
     pub settled: Option<Settled>,
     /// Bytes the database directory occupies at the end (after settling).
     pub disk_bytes: u64,
+    /// Bytes of the live keys and values at the end, if known.
+    pub live_bytes: Option<u64>,
 }
 
 impl PhaseResult {
@@ -153,7 +243,7 @@ impl PhaseResult {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// Microseconds per operation.
+    /// Microseconds per operation (wall time; db_bench divides by ops too, per thread).
     pub fn micros_per_op(&self) -> f64 {
         self.elapsed.as_secs_f64() * 1e6 / (self.ops.max(1) as f64)
     }
@@ -175,236 +265,86 @@ impl PhaseResult {
             self.user_bytes_written,
         )
     }
+
+    /// Space on disk per byte of live keys and values.
+    pub fn space_amp(&self) -> Option<f64> {
+        ratio(self.disk_bytes, self.live_bytes?)
+    }
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
-/// Counts operations, records latencies and shows progress on a terminal.
-struct Meter {
-    name: &'static str,
-    hist: Histogram,
-    ops: u64,
-    expected: u64,
-    next_report: u64,
-    tty: bool,
+/// Where a workload runs: the engine, the database directory, and the live-key tracker.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// The engine under test.
+    pub engine: &'a dyn Engine,
+    /// Its directory, measured for space on disk.
+    pub dir: &'a Path,
+    /// The keys it holds.
+    pub live: &'a LiveKeys,
 }
 
-impl Meter {
-    fn new(name: &'static str, expected: u64) -> Self {
-        Meter {
-            name,
-            hist: Histogram::default(),
-            ops: 0,
-            expected: expected.max(1),
-            next_report: 0,
-            tty: std::io::stderr().is_terminal(),
-        }
-    }
-
-    /// One call of `ops` operations that started at `start`.
-    fn done(&mut self, start: Instant, ops: u64) {
-        self.hist.record(start.elapsed());
-        self.ops += ops;
-        if self.tty && self.ops >= self.next_report {
-            let pct = self.ops * 100 / self.expected;
-            eprint!("\r{:<14} {pct:>3}%", self.name);
-            let _ = std::io::stderr().flush();
-            self.next_report = self.ops + self.expected / 100 + 1;
-        }
-    }
-
-    fn finish(self) -> (u64, Histogram) {
-        if self.tty {
-            eprint!("\r{:<20}\r", "");
-        }
-        (self.ops, self.hist)
-    }
-}
-
-/// Runs one workload (not [`Benchmark::Stats`]) and measures it; `dir` is the database
-/// directory, measured for space on disk.
+/// Runs one workload (not [`Benchmark::Stats`]) with generators seeded by `seed` and measures
+/// it; with `settle`, a write workload then waits for the engine's background work and is
+/// measured again.
 pub fn run_phase(
     benchmark: Benchmark,
-    engine: &dyn Engine,
+    target: Target<'_>,
     shape: &Shape,
-    rng: &mut Rng,
-    values: &mut ValueGen,
-    dir: &Path,
+    seed: u64,
+    settle: bool,
 ) -> Result<PhaseResult> {
+    let rss_reset = reset_peak_rss();
     let io_start = IoCounters::now();
+    let cpu_start = cpu_seconds();
     let start = Instant::now();
-    let mut out = Counts::default();
-    let meter = match benchmark {
-        Benchmark::FillSeq => write(engine, shape, values, &mut out, Keys::Seq, false)?,
-        Benchmark::FillRandom | Benchmark::Overwrite => {
-            write(engine, shape, values, &mut out, Keys::Random(rng), false)?
-        }
-        Benchmark::DeleteRandom => write(engine, shape, values, &mut out, Keys::Random(rng), true)?,
-        Benchmark::ReadRandom => point_reads(engine, shape, rng, &mut out, false)?,
-        Benchmark::ReadMissing => point_reads(engine, shape, rng, &mut out, true)?,
-        Benchmark::SeekRandom => seeks(engine, shape, rng, &mut out)?,
-        Benchmark::ReadSeq => scan(engine, shape, &mut out, false)?,
-        Benchmark::ReadReverse => scan(engine, shape, &mut out, true)?,
-        Benchmark::Stats => Meter::new("stats", 0),
+    let out = if benchmark.is_ycsb() {
+        crate::ycsb::run(benchmark, target, shape, seed)?
+    } else {
+        crate::dbbench::run(benchmark, target, shape, seed)?
     };
     let elapsed = start.elapsed();
     let io_end = IoCounters::now();
-    let engine_wa = engine.write_amplification();
-    let settled = if benchmark.writes() {
+    let cpu_end = cpu_seconds();
+    let engine_wa = target.engine.write_amplification();
+    let settled = if settle && benchmark.writes() {
         let t = Instant::now();
-        engine.settle()?;
+        target.engine.settle()?;
         let elapsed = t.elapsed();
         Some(Settled {
             elapsed,
             io: IoCounters::now().zip(io_start).map(|(e, s)| e.since(&s)),
-            engine_wa: engine.write_amplification(),
+            engine_wa: target.engine.write_amplification(),
+            cpu_seconds: cpu_seconds().zip(cpu_start).map(|(e, s)| e - s),
         })
     } else {
         None
     };
-    let (ops, latency) = meter.finish();
+    let _ = rss_reset;
     Ok(PhaseResult {
         benchmark,
-        ops,
+        threads: shape.threads,
+        ops: out.ops,
         elapsed,
         bytes: out.bytes,
         user_bytes_written: out.user_bytes_written,
         found: out.found,
-        latency,
+        background_writes: out.background_writes,
+        latency: out.latency,
+        per_op: out.per_op,
         io: io_end.zip(io_start).map(|(e, s)| e.since(&s)),
+        cpu_seconds: cpu_end.zip(cpu_start).map(|(e, s)| e - s),
+        peak_rss: peak_rss(),
         engine_wa,
         settled,
-        disk_bytes: disk_usage(dir),
+        disk_bytes: disk_usage(target.dir),
+        live_bytes: target
+            .live
+            .user_bytes(shape.key_size, crate::ycsb::KEY_SIZE, shape.value_size),
     })
-}
-
-#[derive(Default)]
-struct Counts {
-    bytes: u64,
-    user_bytes_written: u64,
-    found: Option<u64>,
-}
-
-enum Keys<'a> {
-    Seq,
-    Random(&'a mut Rng),
-}
-
-fn write(
-    engine: &dyn Engine,
-    shape: &Shape,
-    values: &mut ValueGen,
-    out: &mut Counts,
-    mut keys: Keys<'_>,
-    delete: bool,
-) -> Result<Meter> {
-    let name = if delete { "deleterandom" } else { "write" };
-    let mut meter = Meter::new(name, shape.num);
-    let (ks, vs) = (shape.key_size, if delete { 0 } else { shape.value_size });
-    let batch = shape.batch_size.max(1) as u64;
-    let mut key_buf = Vec::new();
-    let mut key_arena = Vec::with_capacity(ks * batch as usize);
-    let mut value_arena = Vec::with_capacity(vs * batch as usize);
-    let mut i = 0;
-    while i < shape.num {
-        let n = batch.min(shape.num - i);
-        key_arena.clear();
-        value_arena.clear();
-        for j in 0..n {
-            let number = match &mut keys {
-                Keys::Seq => i + j,
-                Keys::Random(rng) => rng.uniform(shape.num),
-            };
-            make_key(&mut key_buf, number, ks);
-            key_arena.extend_from_slice(&key_buf);
-            if !delete {
-                value_arena.extend_from_slice(values.next(vs));
-            }
-        }
-        let ops: Vec<Op<'_>> = (0..n as usize)
-            .map(|j| {
-                let k = &key_arena[j * ks..(j + 1) * ks];
-                if delete {
-                    Op::Delete(k)
-                } else {
-                    Op::Put(k, &value_arena[j * vs..(j + 1) * vs])
-                }
-            })
-            .collect();
-        let t = Instant::now();
-        match ops.as_slice() {
-            [Op::Put(k, v)] => engine.put(k, v, shape.sync)?,
-            [Op::Delete(k)] => engine.delete(k, shape.sync)?,
-            _ => engine.write_batch(&ops, shape.sync)?,
-        }
-        meter.done(t, n);
-        i += n;
-    }
-    out.bytes = shape.num * (ks + vs) as u64;
-    out.user_bytes_written = out.bytes;
-    Ok(meter)
-}
-
-fn point_reads(
-    engine: &dyn Engine,
-    shape: &Shape,
-    rng: &mut Rng,
-    out: &mut Counts,
-    missing: bool,
-) -> Result<Meter> {
-    let mut meter = Meter::new(
-        if missing { "readmissing" } else { "readrandom" },
-        shape.reads,
-    );
-    let mut key = Vec::new();
-    let mut found = 0;
-    for _ in 0..shape.reads {
-        make_key(&mut key, rng.uniform(shape.num), shape.key_size);
-        if missing {
-            key.push(b'.');
-        }
-        let t = Instant::now();
-        let got = engine.get(&key)?;
-        meter.done(t, 1);
-        if let Some(v) = got {
-            found += 1;
-            out.bytes += (key.len() + v.len()) as u64;
-        }
-    }
-    out.found = Some(found);
-    Ok(meter)
-}
-
-fn seeks(engine: &dyn Engine, shape: &Shape, rng: &mut Rng, out: &mut Counts) -> Result<Meter> {
-    let mut meter = Meter::new("seekrandom", shape.reads);
-    let mut key = Vec::new();
-    let mut found = 0;
-    for _ in 0..shape.reads {
-        make_key(&mut key, rng.uniform(shape.num), shape.key_size);
-        let t = Instant::now();
-        let mut hit = false;
-        engine.scan(Some(&key), false, 1, &mut |k, v| {
-            hit = k == key.as_slice();
-            out.bytes += (k.len() + v.len()) as u64;
-        })?;
-        meter.done(t, 1);
-        found += u64::from(hit);
-    }
-    out.found = Some(found);
-    Ok(meter)
-}
-
-fn scan(engine: &dyn Engine, shape: &Shape, out: &mut Counts, reverse: bool) -> Result<Meter> {
-    let mut meter = Meter::new(if reverse { "readreverse" } else { "readseq" }, shape.reads);
-    let mut last = Instant::now();
-    engine.scan(None, reverse, shape.reads, &mut |k, v| {
-        out.bytes += (k.len() + v.len()) as u64;
-        meter.done(last, 1);
-        last = Instant::now();
-    })?;
-    Ok(meter)
 }
 
 #[cfg(test)]
@@ -426,8 +366,8 @@ mod tests {
     fn workloads_write_then_find_what_they_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let config = EngineConfig {
-            write_buffer_size: Some(64 << 10),
-            cache_size: None,
+            write_buffer_size: 64 << 10,
+            cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::Lz4,
         };
@@ -439,17 +379,31 @@ mod tests {
             value_size: 100,
             batch_size: 7,
             sync: false,
+            threads: 1,
+            seek_nexts: 0,
+            distribution: Distribution::Uniform,
         };
-        let mut rng = Rng::new(1);
-        let mut values = ValueGen::new(1, 100);
-        let mut run =
-            |b| run_phase(b, &*engine, &shape, &mut rng, &mut values, dir.path()).unwrap();
+        let live = LiveKeys::new(shape.num);
+        let target = Target {
+            engine: &*engine,
+            dir: dir.path(),
+            live: &live,
+        };
+        let mut seed = 0;
+        let mut run = |b| {
+            seed += 1;
+            run_phase(b, target, &shape, seed, true).unwrap()
+        };
         let fill = run(Benchmark::FillSeq);
         assert_eq!(fill.ops, 3000);
         assert_eq!(fill.latency.count(), 3000_u64.div_ceil(7));
         assert_eq!(fill.user_bytes_written, 3000 * 116);
         assert!(fill.settled.is_some());
         assert!(fill.disk_bytes > 0);
+        assert_eq!(fill.live_bytes, Some(3000 * 116));
+        let space = fill.space_amp().unwrap();
+        assert!(space > 0.1 && space < 20.0, "space amplification {space}");
+        assert!(fill.cpu_seconds.is_some() && fill.peak_rss.is_some());
         assert_eq!(run(Benchmark::ReadRandom).found, Some(3000));
         assert_eq!(run(Benchmark::SeekRandom).found, Some(3000));
         assert_eq!(run(Benchmark::ReadMissing).found, Some(0));
@@ -461,6 +415,15 @@ mod tests {
             after > 500 && after < 2000,
             "{after} of 3000 left after random deletes"
         );
+        let left = live.db_bench_keys();
+        assert!(
+            left > 800 && left < 1400,
+            "{left} keys live after deleting 3000 random ones"
+        );
+        let rww = run(Benchmark::ReadWhileWriting);
+        assert_eq!(rww.ops, 3000);
+        assert!(rww.background_writes.is_some());
+        assert!(rww.user_bytes_written > 0 || rww.background_writes == Some(0));
         engine.close().unwrap();
     }
 }

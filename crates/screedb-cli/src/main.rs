@@ -74,8 +74,24 @@ enum Command {
         #[arg(long)]
         db: PathBuf,
     },
-    /// Run db_bench-style benchmarks (default: the README's main job, about a minute).
-    Bench(screedb_bench::BenchArgs),
+    /// Run db_bench-style benchmarks (default: the README's main job, about a minute), or
+    /// `bench compare` to run them on several engines.
+    Bench(Box<BenchCommand>),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct BenchCommand {
+    #[command(subcommand)]
+    compare: Option<BenchSub>,
+    #[command(flatten)]
+    args: screedb_bench::BenchArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchSub {
+    /// Run the same workloads on several engines in turn and print one markdown table.
+    Compare(screedb_bench::compare::CompareArgs),
 }
 
 /// Why a command failed.
@@ -131,9 +147,26 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::DumpManifest(args) => dump::manifest(&args, out),
         Command::Check { db } => inspect::check(&db, out),
         Command::Stats { db } => inspect::stats(&db, out),
-        Command::Bench(args) => {
+        Command::Bench(bench) => bench_command(*bench, out),
+    }
+}
+
+fn bench_command(bench: BenchCommand, out: &mut dyn Write) -> CliResult {
+    match bench {
+        BenchCommand {
+            compare: None,
+            args,
+        } => {
             let report = screedb_bench::run(args)?;
             out.write_all(report.render().as_bytes())?;
+            Ok(())
+        }
+        BenchCommand {
+            compare: Some(BenchSub::Compare(args)),
+            ..
+        } => {
+            let comparison = screedb_bench::compare::run(args)?;
+            out.write_all(comparison.markdown().as_bytes())?;
             Ok(())
         }
     }

@@ -197,4 +197,16 @@ fn a_tiny_bench_runs() {
             .unwrap()
             .contains("unknown benchmark")
     );
+    let out = ok(&[
+        "bench",
+        "compare",
+        "--engines=screedb",
+        "--num=500",
+        "--benchmarks=fillseq,ycsb_load,ycsb_c",
+    ]);
+    assert!(
+        out.starts_with("| benchmark | measure | screedb |"),
+        "{out}"
+    );
+    assert!(out.contains("| ycsb_c | ops/s |"), "{out}");
 }

@@ -1,0 +1,225 @@
+//! `compare`: the same workloads on several engines in turn, one markdown table with ratios.
+//!
+//! Each engine runs the whole `--benchmarks` list on a fresh directory with the same flags
+//! (seed included, so the same keys in the same order). The table has one row per workload and
+//! measure, one column per engine with the absolute figure and its ratio to the baseline engine
+//! (`--baseline`, default the first): `x1.50` means 1.5 times the baseline's figure, whichever
+//! way is better for that measure (higher for ops/s, lower for the rest).
+
+use std::fmt::Write as _;
+
+use screedb::{Error, Result};
+
+use crate::report::{format_bytes, opt_ratio};
+use crate::workload::PhaseResult;
+use crate::{BenchArgs, BenchReport};
+
+/// The flags of `compare`: every benchmark flag, plus the engines. A flag given twice takes
+/// the last value (so scripts can append overrides).
+#[derive(Debug, Clone, clap::Args)]
+#[command(rename_all = "snake_case", args_override_self = true)]
+pub struct CompareArgs {
+    /// Comma-separated engines, run in this order (see `--engine`).
+    #[arg(long, value_delimiter = ',', default_value = "screedb")]
+    pub engines: Vec<String>,
+    /// The engine the ratios are relative to. Default: the first of `--engines`.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Also write the markdown table to this file.
+    #[arg(long)]
+    pub markdown: Option<std::path::PathBuf>,
+    /// The benchmark flags, applied to every engine.
+    #[command(flatten)]
+    pub bench: BenchArgs,
+}
+
+/// The outcome of a comparison.
+#[derive(Debug)]
+pub struct Comparison {
+    /// The engines' reports, in run order.
+    pub reports: Vec<BenchReport>,
+    /// Engines that failed, with the error.
+    pub failed: Vec<(String, String)>,
+    /// The baseline engine's label.
+    pub baseline: String,
+}
+
+/// Runs every engine of `args` in turn; an engine that fails is reported and skipped.
+pub fn run(args: CompareArgs) -> Result<Comparison> {
+    if args.engines.is_empty() {
+        return Err(Error::invalid("--engines needs at least one engine"));
+    }
+    if args.bench.use_existing_db {
+        return Err(Error::invalid(
+            "compare runs every engine on a fresh database: drop --use_existing_db",
+        ));
+    }
+    let baseline = args
+        .baseline
+        .clone()
+        .unwrap_or_else(|| args.engines[0].clone());
+    if !args.engines.contains(&baseline) {
+        return Err(Error::invalid(format!(
+            "--baseline {baseline} is not one of --engines"
+        )));
+    }
+    let mut out = Comparison {
+        reports: Vec::new(),
+        failed: Vec::new(),
+        baseline,
+    };
+    for engine in &args.engines {
+        let mut bench = args.bench.clone();
+        bench.engine = engine.clone();
+        bench.json = None;
+        if let Some(parent) = &args.bench.db {
+            bench.db = Some(parent.join(engine.replace(['/', ':'], "_")));
+        }
+        eprintln!("== {engine}");
+        match crate::run(bench) {
+            Ok(r) => out.reports.push(r),
+            Err(e) => {
+                eprintln!("== {engine} failed: {e}");
+                out.failed.push((engine.clone(), e.to_string()));
+            }
+        }
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, out.markdown()).map_err(|e| Error::io("write", path, e))?;
+    }
+    Ok(out)
+}
+
+type Measure = (
+    &'static str,
+    fn(&PhaseResult) -> Option<f64>,
+    fn(f64) -> String,
+);
+
+const MEASURES: [Measure; 6] = [
+    ("ops/s", |r| Some(r.ops_per_sec()), |v| format!("{v:.0}")),
+    (
+        "p99 µs",
+        |r| Some(r.latency.percentile(99.0) as f64 / 1000.0),
+        |v| format!("{v:.1}"),
+    ),
+    (
+        "WA (settled)",
+        |r| r.process_wa_settled().or_else(|| r.process_wa()),
+        |v| format!("{v:.2}"),
+    ),
+    ("cpu s", |r| r.cpu_seconds, |v| format!("{v:.2}")),
+    (
+        "disk",
+        |r| Some(r.disk_bytes as f64),
+        |v| format_bytes(v as u64),
+    ),
+    ("space amp", |r| r.space_amp(), |v| format!("{v:.2}")),
+];
+
+impl Comparison {
+    /// The markdown table: one row per workload and measure, one column per engine.
+    pub fn markdown(&self) -> String {
+        let base = self.reports.iter().find(|r| r.engine == self.baseline);
+        let mut out = String::from("| benchmark | measure |");
+        for r in &self.reports {
+            let _ = write!(out, " {} |", r.engine);
+        }
+        out.push_str("\n|---|---|");
+        out.push_str(&"---:|".repeat(self.reports.len()));
+        out.push('\n');
+        let Some(first) = self.reports.first() else {
+            return out;
+        };
+        for (i, phase) in first.results.iter().enumerate() {
+            let name = phase.benchmark.name();
+            for (measure, get, fmt) in MEASURES {
+                let writes = phase.user_bytes_written > 0;
+                if !writes && measure == "WA (settled)" {
+                    continue;
+                }
+                let base_v = base.and_then(|b| b.results.get(i)).and_then(get);
+                let mut row = format!("| {name} | {measure} |");
+                let mut any = false;
+                for r in &self.reports {
+                    let v = r
+                        .results
+                        .get(i)
+                        .filter(|p| p.benchmark.name() == name)
+                        .and_then(get);
+                    any |= v.is_some();
+                    let cell = match (v, base_v) {
+                        (Some(v), Some(b)) if r.engine != self.baseline && b > 0.0 => {
+                            format!("{} (x{})", fmt(v), opt_ratio(Some(v / b)))
+                        }
+                        (Some(v), _) => fmt(v),
+                        (None, _) => "-".into(),
+                    };
+                    let _ = write!(row, " {cell} |");
+                }
+                if any {
+                    out.push_str(&row);
+                    out.push('\n');
+                }
+            }
+        }
+        for (engine, err) in &self.failed {
+            let _ = writeln!(out, "\n{engine} failed: {err}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_runs_make_one_table_with_ratios() {
+        let mut bench =
+            BenchArgs::from_flags(["--num=300", "--benchmarks=fillrandom,readrandom"]).unwrap();
+        bench.settle = false;
+        let args = CompareArgs {
+            engines: vec!["screedb".into(), "nope".into()],
+            baseline: None,
+            markdown: None,
+            bench,
+        };
+        let c = run(args).unwrap();
+        assert_eq!(c.reports.len(), 1);
+        assert_eq!(c.failed.len(), 1);
+        let mut c = c;
+        let again = crate::run(
+            BenchArgs::from_flags(["--num=300", "--benchmarks=fillrandom,readrandom"]).unwrap(),
+        )
+        .unwrap();
+        c.reports.push(BenchReport {
+            engine: "screedb-2".into(),
+            ..again
+        });
+        let md = c.markdown();
+        assert!(
+            md.starts_with("| benchmark | measure | screedb | screedb-2 |"),
+            "{md}"
+        );
+        assert!(md.contains("| fillrandom | ops/s |"), "{md}");
+        assert!(md.contains("| readrandom | p99 µs |"), "{md}");
+        assert!(md.contains("(x"), "ratios to the baseline: {md}");
+        assert!(md.contains("nope failed: "), "{md}");
+        assert!(
+            !md.contains("| readrandom | WA"),
+            "reads have no WA row: {md}"
+        );
+    }
+
+    #[test]
+    fn the_baseline_must_be_one_of_the_engines() {
+        let args = CompareArgs {
+            engines: vec!["screedb".into()],
+            baseline: Some("fjall".into()),
+            markdown: None,
+            bench: BenchArgs::default(),
+        };
+        assert!(run(args).unwrap_err().to_string().contains("--baseline"));
+    }
+}

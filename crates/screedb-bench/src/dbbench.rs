@@ -1,0 +1,315 @@
+//! The db_bench workloads' operations, as LevelDB's db_bench runs them.
+//!
+//! Fills run in one thread (so fillseq writes each key once); the other workloads run in
+//! `threads` threads, each doing the full count (`num` updates or `reads` reads), as db_bench
+//! does. Random workloads draw key numbers from `[0, num)` with replacement, uniformly or from
+//! YCSB's scrambled zipfian (`--distribution`). A latency is recorded per call: per batch for
+//! batched writes, per seek (with its `seek_nexts` entries) for seeks, per entry for full scans.
+//! readwhilewriting and seekwhilewriting add one writer thread that overwrites random keys until
+//! the readers finish; only the readers' operations are counted as the workload's.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use screedb::{Error, Result};
+
+use crate::distribution::KeyChooser;
+use crate::engine::Op;
+use crate::keys::{Rng, ValueGen, make_key};
+use crate::progress::{Meter, Progress};
+use crate::workload::{Benchmark, Outcome, Shape, Target};
+
+/// Runs the operations of db_bench workload `b` (not a YCSB one, not stats).
+pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outcome> {
+    let threads = match b {
+        Benchmark::FillSeq
+        | Benchmark::FillRandom
+        | Benchmark::ReadSeq
+        | Benchmark::ReadReverse => 1,
+        _ => shape.threads.max(1),
+    };
+    let per_thread =
+        if b.writes() && !matches!(b, Benchmark::ReadWhileWriting | Benchmark::SeekWhileWriting) {
+            shape.num
+        } else {
+            shape.reads
+        };
+    let progress = Progress::new(b.name(), per_thread * threads as u64);
+    let stop = AtomicBool::new(false);
+    let stop = &stop;
+    let writer_ops = AtomicU64::new(0);
+    let writer_bytes = AtomicU64::new(0);
+    let background = matches!(b, Benchmark::ReadWhileWriting | Benchmark::SeekWhileWriting);
+    let mut outs = std::thread::scope(|s| -> Result<Vec<Outcome>> {
+        let writer = background.then(|| {
+            s.spawn(|| {
+                let mut rng = Rng::new(seed ^ 0xbac6_9e0d);
+                let r = background_writer(t, shape, &mut rng, stop, &writer_ops, &writer_bytes);
+                // A failed writer releases the readers waiting for its first write.
+                stop.store(true, Ordering::Relaxed);
+                r
+            })
+        });
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (progress, writer_ops) = (&progress, &writer_ops);
+                s.spawn(move || {
+                    // Readers start once the writer is writing, so they always overlap.
+                    while background && writer_ops.load(Ordering::Relaxed) == 0 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                    let mut rng = Rng::new(seed.wrapping_add(i as u64).wrapping_mul(0x9e37_79b9));
+                    one_thread(b, t, shape, &mut rng, progress)
+                })
+            })
+            .collect();
+        let mut outs = Vec::new();
+        let mut first_err = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(o)) => outs.push(o),
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => {
+                    first_err = first_err.or(Some(Error::invalid("a benchmark thread panicked")))
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        if let Some(w) = writer {
+            match w.join() {
+                Ok(r) => r?,
+                Err(_) => return Err(Error::invalid("the background writer panicked")),
+            }
+        }
+        first_err.map_or(Ok(outs), Err)
+    })?;
+    progress.finish();
+    let mut total = outs.pop().unwrap_or_default();
+    for o in outs {
+        total.ops += o.ops;
+        total.latency.merge(&o.latency);
+        total.bytes += o.bytes;
+        total.user_bytes_written += o.user_bytes_written;
+        total.found = match (total.found, o.found) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+    if background {
+        total.background_writes = Some(writer_ops.load(Ordering::Relaxed));
+        total.user_bytes_written += writer_bytes.load(Ordering::Relaxed);
+    }
+    Ok(total)
+}
+
+fn one_thread(
+    b: Benchmark,
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    progress: &Progress,
+) -> Result<Outcome> {
+    let mut out = Outcome::default();
+    let mut meter = progress.meter();
+    match b {
+        Benchmark::FillSeq => write(t, shape, rng, &mut out, &mut meter, Keys::Seq, false)?,
+        Benchmark::FillRandom | Benchmark::Overwrite => {
+            write(t, shape, rng, &mut out, &mut meter, Keys::Random, false)?;
+        }
+        Benchmark::DeleteRandom => write(t, shape, rng, &mut out, &mut meter, Keys::Random, true)?,
+        Benchmark::ReadRandom | Benchmark::ReadWhileWriting => {
+            point_reads(t, shape, rng, &mut out, &mut meter, false)?;
+        }
+        Benchmark::ReadMissing => point_reads(t, shape, rng, &mut out, &mut meter, true)?,
+        Benchmark::SeekRandom | Benchmark::SeekWhileWriting => {
+            seeks(t, shape, rng, &mut out, &mut meter)?;
+        }
+        Benchmark::ReadSeq => scan(t, shape, &mut out, &mut meter, false)?,
+        Benchmark::ReadReverse => scan(t, shape, &mut out, &mut meter, true)?,
+        other => {
+            return Err(Error::invalid(format!(
+                "{} is not a db_bench workload",
+                other.name()
+            )));
+        }
+    }
+    (out.ops, out.latency) = meter.finish();
+    Ok(out)
+}
+
+#[derive(Clone, Copy)]
+enum Keys {
+    Seq,
+    Random,
+}
+
+fn write(
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    out: &mut Counts,
+    meter: &mut Meter<'_>,
+    keys: Keys,
+    delete: bool,
+) -> Result<()> {
+    let chooser = KeyChooser::new(shape.distribution, shape.num);
+    let mut values = ValueGen::new(rng.next_u64(), shape.value_size);
+    let (ks, vs) = (shape.key_size, if delete { 0 } else { shape.value_size });
+    let batch = shape.batch_size.max(1) as u64;
+    let mut key_buf = Vec::new();
+    let mut numbers = Vec::with_capacity(batch as usize);
+    let mut key_arena = Vec::with_capacity(ks * batch as usize);
+    let mut value_arena = Vec::with_capacity(vs * batch as usize);
+    let mut i = 0;
+    while i < shape.num {
+        let n = batch.min(shape.num - i);
+        key_arena.clear();
+        value_arena.clear();
+        numbers.clear();
+        for j in 0..n {
+            let number = match keys {
+                Keys::Seq => i + j,
+                Keys::Random => chooser.next(rng),
+            };
+            numbers.push(number);
+            make_key(&mut key_buf, number, ks);
+            key_arena.extend_from_slice(&key_buf);
+            if !delete {
+                value_arena.extend_from_slice(values.next(vs));
+            }
+        }
+        let ops: Vec<Op<'_>> = (0..n as usize)
+            .map(|j| {
+                let k = &key_arena[j * ks..(j + 1) * ks];
+                if delete {
+                    Op::Delete(k)
+                } else {
+                    Op::Put(k, &value_arena[j * vs..(j + 1) * vs])
+                }
+            })
+            .collect();
+        let start = Instant::now();
+        match ops.as_slice() {
+            [Op::Put(k, v)] => t.engine.put(k, v, shape.sync)?,
+            [Op::Delete(k)] => t.engine.delete(k, shape.sync)?,
+            _ => t.engine.write_batch(&ops, shape.sync)?,
+        }
+        meter.done(start, n);
+        for &k in &numbers {
+            if delete {
+                t.live.delete(k);
+            } else {
+                t.live.put(k);
+            }
+        }
+        i += n;
+    }
+    out.bytes += shape.num * (ks + vs) as u64;
+    out.user_bytes_written += shape.num * (ks + vs) as u64;
+    Ok(())
+}
+
+type Counts = Outcome;
+
+fn background_writer(
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    stop: &AtomicBool,
+    ops: &AtomicU64,
+    bytes: &AtomicU64,
+) -> Result<()> {
+    let chooser = KeyChooser::new(shape.distribution, shape.num);
+    let mut values = ValueGen::new(rng.next_u64(), shape.value_size);
+    let mut key = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let number = chooser.next(rng);
+        make_key(&mut key, number, shape.key_size);
+        t.engine
+            .put(&key, values.next(shape.value_size), shape.sync)?;
+        t.live.put(number);
+        ops.fetch_add(1, Ordering::Relaxed);
+        bytes.fetch_add(
+            (shape.key_size + shape.value_size) as u64,
+            Ordering::Relaxed,
+        );
+    }
+    Ok(())
+}
+
+fn point_reads(
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    out: &mut Counts,
+    meter: &mut Meter<'_>,
+    missing: bool,
+) -> Result<()> {
+    let chooser = KeyChooser::new(shape.distribution, shape.num);
+    let mut key = Vec::new();
+    let mut found = 0;
+    for _ in 0..shape.reads {
+        make_key(&mut key, chooser.next(rng), shape.key_size);
+        if missing {
+            key.push(b'.');
+        }
+        let start = Instant::now();
+        let got = t.engine.get(&key)?;
+        meter.done(start, 1);
+        if let Some(v) = got {
+            found += 1;
+            out.bytes += (key.len() + v.len()) as u64;
+        }
+    }
+    out.found = Some(found);
+    Ok(())
+}
+
+fn seeks(
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    out: &mut Counts,
+    meter: &mut Meter<'_>,
+) -> Result<()> {
+    let chooser = KeyChooser::new(shape.distribution, shape.num);
+    let mut key = Vec::new();
+    let mut found = 0;
+    for _ in 0..shape.reads {
+        make_key(&mut key, chooser.next(rng), shape.key_size);
+        let start = Instant::now();
+        let mut hit = false;
+        let mut first = true;
+        t.engine
+            .scan(Some(&key), false, 1 + shape.seek_nexts, &mut |k, v| {
+                if first {
+                    hit = k == key.as_slice();
+                    first = false;
+                }
+                out.bytes += (k.len() + v.len()) as u64;
+            })?;
+        meter.done(start, 1);
+        found += u64::from(hit);
+    }
+    out.found = Some(found);
+    Ok(())
+}
+
+fn scan(
+    t: Target<'_>,
+    shape: &Shape,
+    out: &mut Counts,
+    meter: &mut Meter<'_>,
+    reverse: bool,
+) -> Result<()> {
+    let mut last = Instant::now();
+    t.engine.scan(None, reverse, shape.reads, &mut |k, v| {
+        out.bytes += (k.len() + v.len()) as u64;
+        meter.done(last, 1);
+        last = Instant::now();
+    })?;
+    Ok(())
+}

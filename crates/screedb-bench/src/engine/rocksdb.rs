@@ -1,0 +1,199 @@
+//! RocksDB (the `rocksdb` crate 0.20.1) behind [`Engine`].
+//!
+//! Settings: `write_buffer_size` as configured, LRU block cache of `cache_size` bytes, full
+//! bloom filters of `bloom_bits` bits per key (`set_bloom_filter(bits, false)`), no compression
+//! unless `--compression=lz4`, WAL on, sync only with `--sync`, 2 background jobs (as ScreeDB);
+//! everything else is RocksDB's default (leveled compaction, 64 MiB target files, 4 KiB blocks).
+//!
+//! [`Engine::settle`] polls RocksDB's own pending/running properties
+//! (`rocksdb.mem-table-flush-pending`, `rocksdb.num-running-flushes`,
+//! `rocksdb.compaction-pending`, `rocksdb.num-running-compactions`) until all are zero for
+//! 200 ms; `wait_for_compact` appeared only in later crate versions than the one that links
+//! Debian's RocksDB 7.8.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options, WriteBatch, WriteOptions};
+use screedb::Result;
+
+use super::{Compression, Engine, EngineConfig, Op, peer_error};
+
+/// A RocksDB database behind [`Engine`].
+pub struct RocksDbEngine {
+    db: DB,
+    dir: PathBuf,
+    write_async: WriteOptions,
+    write_sync: WriteOptions,
+}
+
+impl std::fmt::Debug for RocksDbEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksDbEngine")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RocksDbEngine {
+    /// Opens (creating if missing) the database in `dir`.
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Self> {
+        let err = |e: rocksdb::Error| peer_error("open rocksdb", dir, e);
+        let mut table = BlockBasedOptions::default();
+        let cache = Cache::new_lru_cache(config.cache_size).map_err(err)?;
+        table.set_block_cache(&cache);
+        if config.bloom_bits > 0 {
+            table.set_bloom_filter(f64::from(config.bloom_bits), false);
+        }
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_write_buffer_size(config.write_buffer_size);
+        opts.set_max_background_jobs(2);
+        opts.set_compression_type(match config.compression {
+            Compression::None => DBCompressionType::None,
+            Compression::Lz4 => DBCompressionType::Lz4,
+        });
+        opts.set_block_based_table_factory(&table);
+        let db = DB::open(&opts, dir).map_err(err)?;
+        let mut write_sync = WriteOptions::default();
+        write_sync.set_sync(true);
+        Ok(RocksDbEngine {
+            db,
+            dir: dir.to_path_buf(),
+            write_async: WriteOptions::default(),
+            write_sync,
+        })
+    }
+
+    fn err(&self, op: &'static str) -> impl Fn(rocksdb::Error) -> screedb::Error + '_ {
+        move |e| peer_error(op, &self.dir, e)
+    }
+
+    fn wo(&self, sync: bool) -> &WriteOptions {
+        if sync {
+            &self.write_sync
+        } else {
+            &self.write_async
+        }
+    }
+
+    fn busy(&self) -> Result<bool> {
+        for p in [
+            "rocksdb.mem-table-flush-pending",
+            "rocksdb.num-running-flushes",
+            "rocksdb.compaction-pending",
+            "rocksdb.num-running-compactions",
+        ] {
+            if self
+                .db
+                .property_int_value(p)
+                .map_err(self.err("property"))?
+                .unwrap_or(0)
+                > 0
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Engine for RocksDbEngine {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.db
+            .put_opt(key, value, self.wo(sync))
+            .map_err(self.err("put"))
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        self.db
+            .delete_opt(key, self.wo(sync))
+            .map_err(self.err("delete"))
+    }
+
+    fn write_batch(&self, ops: &[Op<'_>], sync: bool) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => batch.put(k, v),
+                Op::Delete(k) => batch.delete(k),
+            }
+        }
+        self.db
+            .write_opt(batch, self.wo(sync))
+            .map_err(self.err("write"))
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .db
+            .get_pinned(key)
+            .map_err(self.err("get"))?
+            .map(|v| v.to_vec()))
+    }
+
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        let mut it = self.db.raw_iterator();
+        match (start, reverse) {
+            (None, false) => it.seek_to_first(),
+            (None, true) => it.seek_to_last(),
+            (Some(k), false) => it.seek(k),
+            (Some(k), true) => it.seek_for_prev(k),
+        }
+        let mut n = 0;
+        while n < limit && it.valid() {
+            if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                visit(k, v);
+            }
+            n += 1;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(self.err("iterate"))?;
+        Ok(n)
+    }
+
+    fn settle(&self) -> Result<()> {
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if self.busy()? {
+                idle_since = None;
+            } else if idle_since.get_or_insert_with(Instant::now).elapsed()
+                >= Duration::from_millis(200)
+            {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn write_amplification(&self) -> Option<f64> {
+        None
+    }
+
+    fn stats_text(&self) -> String {
+        self.db
+            .property_value("rocksdb.stats")
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.flush_wal(true).map_err(self.err("sync"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,148 @@
+//! ScreeDB behind [`Engine`].
+
+use std::ops::Bound;
+use std::path::Path;
+
+use screedb::table::CompressionType;
+use screedb::{Db, Options, ReadOptions, Result, WriteBatch, WriteOptions};
+
+use super::{Compression, Engine, EngineConfig, Op};
+
+/// ScreeDB behind [`Engine`].
+#[derive(Debug)]
+pub struct ScreeDbEngine {
+    db: Db,
+}
+
+impl ScreeDbEngine {
+    /// Opens the database in `dir` with `config` applied over the default options.
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Self> {
+        let mut options = Options::default().create_if_missing(true);
+        options.write_buffer_size = config.write_buffer_size;
+        options.block_cache_bytes = config.cache_size;
+        options.bloom_bits_per_key = config.bloom_bits;
+        options.compression = match config.compression {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+        };
+        Ok(ScreeDbEngine {
+            db: Db::open(dir, options)?,
+        })
+    }
+}
+
+fn write_options(sync: bool) -> WriteOptions {
+    WriteOptions { sync }
+}
+
+impl Engine for ScreeDbEngine {
+    fn name(&self) -> &'static str {
+        "screedb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.db.write(batch, &write_options(sync))
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.db.write(batch, &write_options(sync))
+    }
+
+    fn write_batch(&self, ops: &[Op<'_>], sync: bool) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => batch.put(k, v),
+                Op::Delete(k) => batch.delete(k),
+            };
+        }
+        self.db.write(batch, &write_options(sync))
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(key)
+    }
+
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        if !reverse {
+            let from = start.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
+            let mut n = 0;
+            for item in self.db.range((from, Bound::<Vec<u8>>::Unbounded))? {
+                if n == limit {
+                    break;
+                }
+                let (k, v) = item?;
+                visit(&k, &v);
+                n += 1;
+            }
+            return Ok(n);
+        }
+        let mut it = self.db.iter(&ReadOptions::default())?;
+        match start {
+            None => it.seek_to_last(),
+            Some(k) => {
+                it.seek(k);
+                if !it.valid() {
+                    it.seek_to_last();
+                } else if it.key() > k {
+                    it.prev();
+                }
+            }
+        }
+        let mut n = 0;
+        while n < limit && it.valid() {
+            visit(it.key(), it.value());
+            n += 1;
+            it.prev();
+        }
+        it.status()?;
+        Ok(n)
+    }
+
+    fn settle(&self) -> Result<()> {
+        self.db.wait_for_idle()
+    }
+
+    fn write_amplification(&self) -> Option<f64> {
+        Some(self.db.stats().write_amplification())
+    }
+
+    fn stats_text(&self) -> String {
+        let s = self.db.stats();
+        let mut out = format!(
+            "user bytes written {}, WAL {}, flush {}, compaction {} (read {})\n\
+             flushes {}, compactions {}, trivial moves {}, write stalls {} slowdowns / {} stops \
+             ({} µs)\nblock cache hits {}, misses {}; write amplification {:.3}\n",
+            s.user_bytes_written,
+            s.wal_bytes_written,
+            s.flush_bytes_written,
+            s.compaction_bytes_written,
+            s.compaction_bytes_read,
+            s.flushes,
+            s.compactions,
+            s.trivial_moves,
+            s.stall_slowdowns,
+            s.stall_stops,
+            s.stall_micros,
+            s.block_cache_hits,
+            s.block_cache_misses,
+            s.write_amplification()
+        );
+        out.push_str(&self.db.property("screedb.levels").unwrap_or_default());
+        out
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.close()
+    }
+}
