@@ -100,6 +100,7 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
         Arc::clone(&fs),
         dir.to_path_buf(),
         icmp.clone(),
+        None,
         options.num_levels,
         options.max_manifest_file_size,
         obsolete,

@@ -36,5 +36,5 @@ pub mod write_batch;
 pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{FlsmOptions, GuardBits, Layout, Options, ReadOptions, WriteOptions};
 pub use write_batch::WriteBatch;

@@ -13,7 +13,8 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
 use super::{DbInner, DbState};
-use crate::compaction::{Choice, MergeSpec, job, key_range};
+use crate::compaction::{Choice, MergeSpec, flsm, job, key_range};
+use crate::options::Layout;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
@@ -222,6 +223,10 @@ fn run_merge<'a>(
         st.compaction.busy_ranges.swap_remove(i);
     }
     let result = result.and_then(|(mut edit, stats)| {
+        if !edit.added_guards.is_empty() {
+            // Other jobs may have changed the deeper levels since this one started.
+            flsm::drop_unsafe_guards(&st.versions.current(), &st.compaction, &mut edit);
+        }
         Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(
             &inner.counters.compaction_bytes_written,
@@ -308,10 +313,13 @@ pub(super) fn compact_range(
         }
         let (s, l) = key_range(&version, &inputs).unwrap_or_default();
         let below = version.overlapping(level + 1, Some(&s), Some(&l));
+        let guard_bits = (version.layout() == Layout::Flsm)
+            .then(|| flsm::guard_bits(&inner.options, level + 1, &inputs));
         let mut spec = MergeSpec {
             inputs: vec![(level, inputs)],
             output_level: level + 1,
             target_file_size: inner.options.target_file_size,
+            guard_bits,
         };
         if !below.is_empty() {
             spec.inputs.push((level + 1, below));

@@ -232,25 +232,21 @@ impl Db {
         for file in sv.version.files(0) {
             children.push(Box::new(inner.tables.get(file.number)?.iter()));
         }
+        // One concatenating iterator per sorted run: one per level in the leveled layout, one
+        // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
         for level in 1..sv.version.num_levels() {
-            let files: Vec<Arc<FileMeta>> = sv
-                .version
-                .files(level)
-                .iter()
-                .map(|f| Arc::clone(f.meta()))
-                .collect();
-            if files.is_empty() {
-                continue;
+            for run in sv.version.runs(level) {
+                let files: Vec<Arc<FileMeta>> = run.iter().map(|f| Arc::clone(f.meta())).collect();
+                let tables = Arc::clone(&inner.tables);
+                let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+                    Ok(Box::new(tables.get(f.number)?.iter()))
+                });
+                children.push(Box::new(ConcatIterator::new(
+                    inner.icmp.clone(),
+                    files,
+                    open,
+                )));
             }
-            let tables = Arc::clone(&inner.tables);
-            let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                Ok(Box::new(tables.get(f.number)?.iter()))
-            });
-            children.push(Box::new(ConcatIterator::new(
-                inner.icmp.clone(),
-                files,
-                open,
-            )));
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);
         Ok(DbIterator::new(
