@@ -97,11 +97,11 @@ pub struct Options {
 pub enum Layout {
     /// LevelDB/RocksDB leveled LSM: each level >= 1 is one sorted run of disjoint tables, and a
     /// compaction rewrites the overlapping tables of the level below.
-    #[default]
     Leveled,
     /// PebblesDB's fragmented LSM: each level >= 1 is partitioned by guard keys; a guard holds up
     /// to `max_sstables_per_guard` possibly overlapping fragments, and compaction appends
     /// fragments to the guards of the next level instead of rewriting them.
+    #[default]
     Flsm,
 }
 

@@ -270,9 +270,9 @@ pub fn merge(
     }
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;
-    let deeper = out + 1..version.num_levels();
     let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();
     let flsm = version.layout() == Layout::Flsm && out > 0;
+    let below = if flsm { out } else { out + 1 }..version.num_levels();
     let mut partition = if flsm {
         Partition {
             committed: version.guards(out),
@@ -288,11 +288,14 @@ pub fn merge(
         ctx,
         &mut input,
         spec.target_file_size,
+        // In FLSM the output level itself may hold older fragments of the key (outputs are
+        // appended next to them), so it counts as "below" too.
         |user_key| {
-            deeper.clone().all(|level| {
+            below.clone().all(|level| {
                 version
                     .overlapping(level, Some(user_key), Some(user_key))
-                    .is_empty()
+                    .iter()
+                    .all(|f| inputs.contains(&f.number))
             })
         },
         &mut partition,
