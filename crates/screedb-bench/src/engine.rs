@@ -39,6 +39,8 @@ pub struct EngineConfig {
     pub bloom_bits: u32,
     /// Block compression.
     pub compression: Compression,
+    /// Layout of levels >= 1 (`None`: the engine's default).
+    pub layout: Option<screedb::Layout>,
 }
 
 /// A key-value engine driven by the workloads. Methods take `&self`: engines are shared.
@@ -115,6 +117,9 @@ impl ScreeDbEngine {
             options.block_cache_bytes = n;
         }
         options.bloom_bits_per_key = config.bloom_bits;
+        if let Some(layout) = config.layout {
+            options.layout = layout;
+        }
         options.compression = match config.compression {
             Compression::None => CompressionType::None,
             Compression::Lz4 => CompressionType::Lz4,
@@ -251,6 +256,7 @@ mod tests {
             cache_size: None,
             bloom_bits: 10,
             compression: Compression::Lz4,
+            layout: None,
         };
         EngineKind::ScreeDb.open(dir, &config).unwrap()
     }

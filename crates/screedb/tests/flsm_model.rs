@@ -77,13 +77,21 @@ fn run(dir: &Path, o: &Options, seed: u64, steps: usize) -> Vec<String> {
                 let read = ReadOptions {
                     snapshot: Some(snap.sequence()),
                 };
-                assert_eq!(db.get_with(&k, &read).unwrap(), before, "step {step}: snapshot");
+                assert_eq!(
+                    db.get_with(&k, &read).unwrap(),
+                    before,
+                    "step {step}: snapshot"
+                );
                 model.insert(k, b"after-snapshot".to_vec());
             }
             95..=97 => {
                 let start = key(rng.below(KEYS));
-                let got: Vec<(Vec<u8>, Vec<u8>)> =
-                    db.range(start.clone()..).unwrap().take(50).map(|r| r.unwrap()).collect();
+                let got: Vec<(Vec<u8>, Vec<u8>)> = db
+                    .range(start.clone()..)
+                    .unwrap()
+                    .take(50)
+                    .map(|r| r.unwrap())
+                    .collect();
                 let want: Vec<(Vec<u8>, Vec<u8>)> = model
                     .range(start..)
                     .take(50)
@@ -102,7 +110,11 @@ fn run(dir: &Path, o: &Options, seed: u64, steps: usize) -> Vec<String> {
         }
     }
     db.wait_for_idle().unwrap();
-    let all: Vec<(Vec<u8>, Vec<u8>)> = db.range::<Vec<u8>>(..).unwrap().map(|r| r.unwrap()).collect();
+    let all: Vec<(Vec<u8>, Vec<u8>)> = db
+        .range::<Vec<u8>>(..)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
     assert_eq!(all, want, "final scan");
     seen
@@ -144,8 +156,11 @@ fn dense_guards_exist_and_max1_keeps_one_run_per_level() {
         let db = Db::open(dir.path(), o).unwrap();
         let mut rng = Rng::new(7);
         for i in 0..6_000u64 {
-            db.put(key(rng.below(6_000)), format!("value-{i}-{}", "y".repeat(40)))
-                .unwrap();
+            db.put(
+                key(rng.below(6_000)),
+                format!("value-{i}-{}", "y".repeat(40)),
+            )
+            .unwrap();
         }
         db.wait_for_idle().unwrap();
         let levels = db.property("screedb.levels").unwrap();

@@ -100,6 +100,9 @@ impl<'a> Survivors<'a> {
     }
 }
 
+/// Decides whether a guard candidate may be committed.
+type MayCommit<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
+
 /// Where outputs must be cut besides their size: before every committed guard of the output
 /// level (FLSM), and before every key that becomes a new guard.
 struct Partition<'a> {
@@ -110,7 +113,7 @@ struct Partition<'a> {
     /// Bits making a key a new guard candidate (`None`: no new guards).
     bits: Option<u32>,
     /// Whether a candidate may be committed (no table that stays would have to be split).
-    may_commit: Box<dyn Fn(&[u8]) -> bool + 'a>,
+    may_commit: MayCommit<'a>,
     /// Candidates chosen, ascending.
     new_guards: Vec<Vec<u8>>,
 }

@@ -14,10 +14,10 @@ use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
 use super::{DbInner, DbState};
 use crate::compaction::{Choice, MergeSpec, flsm, job, key_range};
-use crate::options::Layout;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
+use crate::options::Layout;
 use crate::sync::{lock, wait, wait_timeout};
 use std::sync::MutexGuard;
 

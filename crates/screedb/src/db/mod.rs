@@ -293,11 +293,23 @@ impl Db {
         background::wait_for_idle(&self.inner)
     }
 
-    /// A property by name: `screedb.stats`, `screedb.levels`, `screedb.num-files-at-level<N>`,
+    /// A property by name: `screedb.stats`, `screedb.levels` (FLSM: also guards per level and
+    /// fragments per guard min/median/max), `screedb.guards-at-level<N>` (one guard key per
+    /// line, escaped), `screedb.num-files-at-level<N>`,
     /// `screedb.approximate-memory-usage`, `screedb.write-amplification`.
     pub fn property(&self, name: &str) -> Option<String> {
         let inner = &self.inner;
         let sv = inner.super_version.load_full();
+        if let Some(level) = name.strip_prefix("screedb.guards-at-level") {
+            let level: usize = level.parse().ok()?;
+            return (level < sv.version.num_levels()).then(|| {
+                sv.version
+                    .guards(level)
+                    .iter()
+                    .map(|g| format!("{}\n", String::from_utf8_lossy(g).escape_debug()))
+                    .collect()
+            });
+        }
         if let Some(level) = name.strip_prefix("screedb.num-files-at-level") {
             let level: usize = level.parse().ok()?;
             return (level < sv.version.num_levels())

@@ -295,8 +295,8 @@ mod tests {
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
             proptest::option::of(prop_oneof![Just(Layout::Leveled), Just(Layout::Flsm)]),
         )
-            .prop_map(|((c, log, prev, next, last), del, new, add, rem, stats, layout)| {
-                VersionEdit {
+            .prop_map(
+                |((c, log, prev, next, last), del, new, add, rem, stats, layout)| VersionEdit {
                     comparator: c,
                     layout,
                     log_number: log,
@@ -308,8 +308,8 @@ mod tests {
                     added_guards: add,
                     removed_guards: rem,
                     stats,
-                }
-            })
+                },
+            )
     }
 
     /// Number of fields `encode` writes for `e`.

@@ -97,7 +97,11 @@ impl<'a> VersionBuilder<'a> {
                     Vec::new()
                 } else if self.base.layout == crate::options::Layout::Leveled {
                     // Disjoint by invariant (checked before a version is installed).
-                    if files.is_empty() { Vec::new() } else { vec![files.clone()] }
+                    if files.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![files.clone()]
+                    }
                 } else {
                     Version::sorted_runs(&icmp, files)
                 }

@@ -258,13 +258,13 @@ impl Version {
                     let i = run.partition_point(|f| {
                         self.icmp.compare(&f.largest, &target) == Ordering::Less
                     });
-                    run.get(i).filter(|f| {
-                        ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
-                    })
+                    run.get(i)
+                        .filter(|f| ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less)
                 })
                 .collect();
             if let [f] = candidates.as_slice() {
-                if let Some((found, _)) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())? {
+                if let Some((found, _)) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
+                {
                     return Ok(found);
                 }
                 continue;
@@ -386,10 +386,7 @@ impl Version {
             }
             if let Some(deeper) = self.guards.get(level + 1) {
                 for g in guards {
-                    if deeper
-                        .binary_search_by(|d| ucmp.compare(d, g))
-                        .is_err()
-                    {
+                    if deeper.binary_search_by(|d| ucmp.compare(d, g)).is_err() {
                         return Err(format!(
                             "guard {:?} of level {level} is not a guard of level {}",
                             String::from_utf8_lossy(g),
@@ -428,10 +425,24 @@ impl Version {
                 self.level_bytes(level)
             ));
             if self.layout == Layout::Flsm && level > 0 {
+                let ucmp = self.icmp.user();
+                let guards = self.guards(level);
+                let mut per_guard = vec![0usize; guards.len() + 1];
+                for f in self.files(level) {
+                    let g = guards::guard_index(ucmp.as_ref(), guards, f.smallest_user_key());
+                    if let Some(n) = per_guard.get_mut(g) {
+                        *n += 1;
+                    }
+                }
+                per_guard.sort_unstable();
+                let at = |q: usize| per_guard.get(q).copied().unwrap_or(0);
                 out.push_str(&format!(
-                    ", {} guards, {} runs",
-                    self.guards(level).len(),
-                    self.runs(level).len()
+                    ", {} guards, {} runs, fragments per guard min/median/max {}/{}/{}",
+                    guards.len(),
+                    self.runs(level).len(),
+                    at(0),
+                    at(per_guard.len() / 2),
+                    at(per_guard.len().saturating_sub(1))
                 ));
             }
             out.push('\n');
