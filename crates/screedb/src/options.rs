@@ -30,7 +30,7 @@ pub struct Options {
     /// The file system. Default: [`OsFs`]. RocksDB: `env`.
     pub fs: Arc<dyn Fs>,
     /// How levels >= 1 are organised; persisted, so a database is always reopened with the
-    /// layout it was created with (see docs/flsm.md). Default: [`Layout::Leveled`].
+    /// layout it was created with (see docs/flsm.md). Default: [`Layout::Flsm`].
     /// RocksDB: `compaction_style` (leveled); PebblesDB: always FLSM.
     pub layout: Layout,
 

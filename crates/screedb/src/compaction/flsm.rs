@@ -125,6 +125,21 @@ fn by_guard(version: &Version, level: usize) -> Vec<(usize, Vec<FileRef>)> {
     groups
 }
 
+/// Every table of `level` in a guard holding one of `files` (a compaction must never take part
+/// of a guard: a fragment left behind could hold older versions of keys that move down).
+pub fn whole_guards(version: &Version, level: usize, files: &[FileRef]) -> Vec<FileRef> {
+    let ucmp = version.icmp().user();
+    let committed = version.guards(level);
+    let index = |f: &FileRef| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key());
+    let wanted: Vec<usize> = files.iter().map(index).collect();
+    version
+        .files(level)
+        .iter()
+        .filter(|f| wanted.contains(&index(f)))
+        .cloned()
+        .collect()
+}
+
 /// True when `file` lies inside one guard of `level`.
 fn fits_one_guard(version: &Version, level: usize, file: &FileRef) -> bool {
     let ucmp = version.icmp().user();

@@ -307,9 +307,14 @@ pub(super) fn compact_range(
     let last_level = inner.options.num_levels - 1;
     for level in 0..last_level {
         let version = st.versions.current();
-        let inputs = version.overlapping(level, start, end);
+        let mut inputs = version.overlapping(level, start, end);
         if inputs.is_empty() {
             continue;
+        }
+        if level > 0 && version.layout() == Layout::Flsm {
+            // Whole guards: a fragment left behind could hold older versions of keys that move
+            // down, and would then shadow them.
+            inputs = flsm::whole_guards(&version, level, &inputs);
         }
         let (s, l) = key_range(&version, &inputs).unwrap_or_default();
         let below = version.overlapping(level + 1, Some(&s), Some(&l));
