@@ -106,6 +106,9 @@ pub struct BenchArgs {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "true", default_missing_value = "true")]
     pub settle: bool,
+    /// Layout of levels >= 1: flsm or leveled. Default: the engine's.
+    #[arg(long, value_parser = parse_layout)]
+    pub layout: Option<screedb::Layout>,
     /// Use the database in `--db` as it is; fill workloads are skipped.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "false", default_missing_value = "true")]
@@ -131,6 +134,10 @@ pub struct BenchArgs {
 struct Flags {
     #[command(flatten)]
     args: BenchArgs,
+}
+
+fn parse_layout(s: &str) -> std::result::Result<screedb::Layout, String> {
+    screedb::Layout::from_name(s).map_err(|e| e.to_string())
 }
 
 impl BenchArgs {
@@ -300,6 +307,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         cache_size: args.cache_size,
         bloom_bits: args.bloom_bits,
         compression: args.compression,
+        layout: args.layout,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

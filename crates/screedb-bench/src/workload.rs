@@ -370,6 +370,7 @@ mod tests {
             cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::Lz4,
+            layout: None,
         };
         let engine = EngineKind::ScreeDb.open(dir.path(), &config).unwrap();
         let shape = Shape {

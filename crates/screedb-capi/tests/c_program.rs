@@ -55,7 +55,10 @@ fn c_test_program_passes() {
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let exe = tmp.path().join("c_test");
     compile(&crate_dir().join("tests/c/c_test.c"), &exe, &lib_dir);
+    // cargo test puts target/<profile> on LD_LIBRARY_PATH, which wins over the rpath; a stale
+    // uplifted libscreedb_capi.so there would be loaded instead of the one built for this run.
     let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &lib_dir)
         .env("TEST_TMPDIR", tmp.path())
         .output()
         .unwrap();

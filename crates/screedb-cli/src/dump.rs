@@ -230,6 +230,9 @@ fn describe_edit(edit: &VersionEdit) -> Vec<String> {
     if let Some(c) = &edit.comparator {
         lines.push(format!("comparator {c}"));
     }
+    if let Some(layout) = edit.layout {
+        lines.push(format!("layout {layout}"));
+    }
     let numbers = [
         ("log number", edit.log_number),
         ("prev log number", edit.prev_log_number),

@@ -75,7 +75,9 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> CliResult {
 
 /// `screedb stats`: opens the database and prints its counters and levels.
 pub fn stats(dir: &Path, out: &mut dyn Write) -> CliResult {
-    let db = Db::open(dir, Options::default())?;
+    let mut options = Options::default();
+    options.layout = screedb::check::stored_layout(dir, &options)?;
+    let db = Db::open(dir, options)?;
     let s = db.stats();
     let levels = db.property("screedb.levels").unwrap_or_default();
     let memory = db

@@ -20,6 +20,10 @@ pub struct DbArg {
     /// \r).
     #[arg(long)]
     escaped: bool,
+    /// Layout of a database `put --create` creates: flsm or leveled. An existing database is
+    /// always opened with the layout it was created with.
+    #[arg(long, value_parser = |s: &str| screedb::Layout::from_name(s).map_err(|e| e.to_string()))]
+    layout: Option<screedb::Layout>,
 }
 
 impl DbArg {
@@ -34,7 +38,17 @@ impl DbArg {
     }
 
     fn open(&self, create: bool) -> Result<Db, CliError> {
-        Db::open(&self.db, Options::default().create_if_missing(create)).map_err(|e| match e {
+        let mut options = Options::default().create_if_missing(create);
+        match screedb::check::stored_layout(&self.db, &options) {
+            Ok(stored) => options.layout = stored,
+            Err(screedb::Error::NotFound(_)) => {
+                if let Some(layout) = self.layout {
+                    options.layout = layout;
+                }
+            }
+            Err(e) => return Err(CliError::Db(e)),
+        }
+        Db::open(&self.db, options).map_err(|e| match e {
             screedb::Error::NotFound(dir) => CliError::Usage(format!(
                 "database {} does not exist (put --create creates it)",
                 dir.display()

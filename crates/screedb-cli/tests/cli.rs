@@ -210,3 +210,25 @@ fn a_tiny_bench_runs() {
     );
     assert!(out.contains("| ycsb_c | ops/s |"), "{out}");
 }
+
+#[test]
+fn a_database_keeps_the_layout_it_was_created_with() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = db_arg(&dir);
+    ok(&[
+        "put", "--db", &db, "--create", "--layout", "leveled", "a", "1",
+    ]);
+    // Later commands (and --layout on an existing database) use the stored layout.
+    ok(&["put", "--db", &db, "--layout", "flsm", "b", "2"]);
+    assert_eq!(ok(&["scan", "--db", &db]), "a\t1\nb\t2\n");
+    assert!(ok(&["stats", "--db", &db]).contains("L1"));
+    let manifest = files(&dir, |n| n.starts_with("MANIFEST-"));
+    let dump = ok(&["dump-manifest", manifest[0].to_str().unwrap()]);
+    assert!(dump.contains("layout leveled"), "{dump}");
+    let out = screedb(&[
+        "put", "--db", &db, "--create", "--layout", "tiered", "c", "3",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown layout"));
+}

@@ -65,6 +65,28 @@ pub struct CheckReport {
     pub torn_tails: Vec<(PathBuf, String)>,
 }
 
+/// The layout the database in `dir` was created with, read from its manifest (the database
+/// must not be open). [`Error::NotFound`] if there is no database.
+pub fn stored_layout(dir: &Path, options: &Options) -> Result<crate::options::Layout> {
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(&filename::current_file(dir)) {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+    let _lock = fs.lock(&filename::lock_file(dir))?;
+    let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
+    let tables = Arc::new(TableCache::new(
+        Arc::clone(&fs),
+        dir.to_path_buf(),
+        options.table_options(),
+        icmp.clone(),
+        16,
+        None,
+    ));
+    let mut versions = VersionSet::new(fs, dir.to_path_buf(), icmp, tables, options, None);
+    versions.recover()?;
+    Ok(versions.current().layout())
+}
+
 /// Checks the database in `dir` (see the module documentation). `options` gives the file system,
 /// the comparator and the number of levels; the database is never modified.
 ///
@@ -96,6 +118,7 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
         icmp.clone(),
         tables,
         options,
+        None,
     );
     let recovered = versions.recover()?;
     let mut report = CheckReport {

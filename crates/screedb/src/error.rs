@@ -65,6 +65,18 @@ pub enum Error {
         given: String,
     },
 
+    /// The database was created with another layout than the one it is opened with.
+    #[error(
+        "layout mismatch: database was created with the {stored} layout, opened with {given} \
+         (set Options::layout to {stored})"
+    )]
+    LayoutMismatch {
+        /// Layout persisted in the manifest.
+        stored: crate::options::Layout,
+        /// Layout given in the options.
+        given: crate::options::Layout,
+    },
+
     /// A write or sync failed earlier; the database refuses all further writes until reopened.
     #[error("a previous write failed, so the database is read-only until it is reopened: {0}")]
     ReadOnly(Arc<Error>),

@@ -38,6 +38,6 @@ pub mod write_batch;
 pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use options::{Memory, Options, ReadOptions, WriteOptions};
+pub use options::{FlsmOptions, GuardBits, Layout, Memory, Options, ReadOptions, WriteOptions};
 pub use repair::{RepairReport, repair_db};
 pub use write_batch::WriteBatch;

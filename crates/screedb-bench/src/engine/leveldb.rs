@@ -397,6 +397,7 @@ mod tests {
             cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::None,
+            layout: None,
         };
         let e = LevelDbEngine::open(Api::load(&lib).unwrap(), "leveldb-c", dir.path(), &config)
             .unwrap();
@@ -425,6 +426,7 @@ mod tests {
         assert!(e.stats_text().contains("Level"));
         let lz4 = EngineConfig {
             compression: Compression::Lz4,
+            layout: None,
             ..config
         };
         let other = tempfile::tempdir().unwrap();

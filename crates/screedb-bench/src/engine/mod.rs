@@ -50,6 +50,8 @@ pub struct EngineConfig {
     pub bloom_bits: u32,
     /// Block compression.
     pub compression: Compression,
+    /// Layout of levels >= 1 (`None`: the engine's default).
+    pub layout: Option<::screedb::Layout>,
 }
 
 /// A key-value engine driven by the workloads. Methods take `&self`: engines are shared.
@@ -220,6 +222,7 @@ mod tests {
             cache_size: 8 << 20,
             bloom_bits: 10,
             compression: Compression::Lz4,
+            layout: None,
         };
         EngineKind::ScreeDb.open(dir, &config).unwrap()
     }
@@ -253,6 +256,7 @@ mod tests {
             cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::None,
+            layout: None,
         };
         let missing = EngineKind::LevelDbC(dir.path().join("nope.so"));
         let err = missing.open(dir.path(), &config).err().unwrap().to_string();
@@ -293,6 +297,7 @@ mod tests {
             cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::None,
+            layout: None,
         };
         let e = EngineKind::Fjall.open(dir.path(), &config).unwrap();
         conformance(&*e);
@@ -309,6 +314,7 @@ mod tests {
             cache_size: 1 << 20,
             bloom_bits: 10,
             compression: Compression::None,
+            layout: None,
         };
         let e = EngineKind::RocksDb.open(dir.path(), &config).unwrap();
         conformance(&*e);

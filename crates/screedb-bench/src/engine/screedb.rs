@@ -21,6 +21,9 @@ impl ScreeDbEngine {
         options.write_buffer_size = config.write_buffer_size;
         options.block_cache_bytes = config.cache_size;
         options.bloom_bits_per_key = config.bloom_bits;
+        if let Some(layout) = config.layout {
+            options.layout = layout;
+        }
         options.compression = match config.compression {
             Compression::None => CompressionType::None,
             Compression::Lz4 => CompressionType::Lz4,

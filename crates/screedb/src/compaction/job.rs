@@ -10,6 +10,8 @@
 use std::cmp::Ordering;
 use std::path::Path;
 
+use std::collections::HashSet;
+
 use super::MergeSpec;
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -18,8 +20,9 @@ use crate::fs::Fs;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
+use crate::options::Layout;
 use crate::table::{TableBuilder, TableCache, TableOptions};
-use crate::version::Version;
+use crate::version::{Version, guards};
 
 /// What a job needs from the database.
 #[allow(missing_debug_implementations)]
@@ -97,13 +100,71 @@ impl<'a> Survivors<'a> {
     }
 }
 
-/// Writes the entries of `input` into tables, cutting at `target_file_size` (never between two
-/// entries of one user key). Returns the new tables.
+/// Decides whether a guard candidate may be committed.
+type MayCommit<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
+
+/// Where outputs must be cut besides their size: before every committed guard of the output
+/// level (FLSM), and before every key that becomes a new guard.
+struct Partition<'a> {
+    /// Committed guards of the output level, in user-key order.
+    committed: &'a [Vec<u8>],
+    /// Index in `committed` of the first guard above the last key written.
+    next: usize,
+    /// Bits making a key a new guard candidate (`None`: no new guards).
+    bits: Option<u32>,
+    /// Whether a candidate may be committed (no table that stays would have to be split).
+    may_commit: MayCommit<'a>,
+    /// Candidates chosen, ascending.
+    new_guards: Vec<Vec<u8>>,
+}
+
+impl Partition<'_> {
+    fn none() -> Partition<'static> {
+        Partition {
+            committed: &[],
+            next: 0,
+            bits: None,
+            may_commit: Box::new(|_| false),
+            new_guards: Vec::new(),
+        }
+    }
+
+    /// True when `user_key` (ascending across calls) starts a new guard.
+    fn starts_guard(&mut self, icmp: &InternalKeyComparator, user_key: &[u8]) -> bool {
+        let ucmp = icmp.user();
+        let mut cut = false;
+        while self
+            .committed
+            .get(self.next)
+            .is_some_and(|g| ucmp.compare(g, user_key) != Ordering::Greater)
+        {
+            self.next += 1;
+            cut = true;
+        }
+        let committed_here = self
+            .next
+            .checked_sub(1)
+            .and_then(|i| self.committed.get(i))
+            .is_some_and(|g| ucmp.compare(g, user_key) == Ordering::Equal);
+        if !committed_here
+            && self.bits.is_some_and(|b| guards::is_guard(user_key, b))
+            && (self.may_commit)(user_key)
+        {
+            self.new_guards.push(user_key.to_vec());
+            cut = true;
+        }
+        cut
+    }
+}
+
+/// Writes the entries of `input` into tables, cutting at `target_file_size` and at guard
+/// boundaries (never between two entries of one user key). Returns the new tables.
 fn write_tables(
     ctx: &JobContext<'_>,
     input: &mut dyn InternalIterator,
     target_file_size: u64,
     mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
+    partition: &mut Partition<'_>,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
@@ -123,10 +184,12 @@ fn write_tables(
             input.next();
             continue;
         }
-        let new_key = ctx.icmp.user().compare(&last_user_key, parsed.user_key) != Ordering::Equal;
+        let new_key = builder.is_none()
+            || ctx.icmp.user().compare(&last_user_key, parsed.user_key) != Ordering::Equal;
+        let new_guard = new_key && partition.starts_guard(ctx.icmp, parsed.user_key);
         if let Some((_, b)) = &builder
             && new_key
-            && b.estimated_file_size() >= target_file_size
+            && (new_guard || b.estimated_file_size() >= target_file_size)
             && let Some((number, b)) = builder.take()
         {
             outputs.push(finish(b, number, stats)?);
@@ -182,12 +245,21 @@ pub fn flush(
     input: &mut dyn InternalIterator,
 ) -> Result<(Vec<FileMeta>, JobStats)> {
     let mut stats = JobStats::default();
-    let outputs = write_tables(ctx, input, u64::MAX, |_| false, &mut stats)?;
+    let outputs = write_tables(
+        ctx,
+        input,
+        u64::MAX,
+        |_| false,
+        &mut Partition::none(),
+        &mut stats,
+    )?;
     Ok((outputs, stats))
 }
 
 /// Executes a merge: reads every input table, writes the survivors to the output level, and
-/// returns the edit that swaps inputs for outputs.
+/// returns the edit that swaps inputs for outputs. In the FLSM layout the outputs are cut at the
+/// output level's guards, and new guards chosen from the written keys are committed in the same
+/// edit (at the output level and every deeper level that lacks them).
 pub fn merge(
     ctx: &JobContext<'_>,
     version: &Version,
@@ -200,18 +272,36 @@ pub fn merge(
         children.push(Box::new(ctx.tables.get(file.number)?.iter()));
     }
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
-    let deeper = spec.output_level + 1..version.num_levels();
+    let out = spec.output_level;
+    let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();
+    let flsm = version.layout() == Layout::Flsm && out > 0;
+    let below = if flsm { out } else { out + 1 }..version.num_levels();
+    let mut partition = if flsm {
+        Partition {
+            committed: version.guards(out),
+            next: 0,
+            bits: spec.guard_bits,
+            may_commit: Box::new(|key: &[u8]| guard_fits(version, out, key, &inputs)),
+            new_guards: Vec::new(),
+        }
+    } else {
+        Partition::none()
+    };
     let outputs = write_tables(
         ctx,
         &mut input,
         spec.target_file_size,
+        // In FLSM the output level itself may hold older fragments of the key (outputs are
+        // appended next to them), so it counts as "below" too.
         |user_key| {
-            deeper.clone().all(|level| {
+            below.clone().all(|level| {
                 version
                     .overlapping(level, Some(user_key), Some(user_key))
-                    .is_empty()
+                    .iter()
+                    .all(|f| inputs.contains(&f.number))
             })
         },
+        &mut partition,
         &mut stats,
     )?;
     let mut edit = VersionEdit::default();
@@ -220,10 +310,80 @@ pub fn merge(
             edit.deleted_files.push((*level as u32, f.number));
         }
     }
+    let ucmp = ctx.icmp.user();
+    for key in &partition.new_guards {
+        for level in out..version.num_levels() {
+            let guards = version.guards(level);
+            if guards.binary_search_by(|g| ucmp.compare(g, key)).is_err() {
+                edit.added_guards.push((level as u32, key.clone()));
+            }
+        }
+    }
+    if flsm && out + 1 == version.num_levels() {
+        drop_emptied_guards(version, spec, &outputs, &inputs, &mut edit);
+    }
     for f in outputs {
-        edit.new_files.push((spec.output_level as u32, f));
+        edit.new_files.push((out as u32, f));
     }
     Ok((edit, stats))
+}
+
+/// True when `key` can become a guard at `level` and every deeper level lacking it: no table
+/// there except the compaction's inputs holds keys on both sides of it.
+pub fn guard_fits(version: &Version, level: usize, key: &[u8], inputs: &HashSet<u64>) -> bool {
+    let ucmp = version.icmp().user();
+    (level..version.num_levels()).all(|l| {
+        version
+            .files(l)
+            .iter()
+            .all(|f| inputs.contains(&f.number) || !guards::spans(ucmp.as_ref(), f, key))
+    })
+}
+
+/// Last level: a guard whose fragments were all inputs and that received no output holds no data
+/// any more (its keys were deleted); it is removed from every level (ranges only merge, so every
+/// table still lies inside one guard, and the skip-list property holds).
+fn drop_emptied_guards(
+    version: &Version,
+    spec: &MergeSpec,
+    outputs: &[FileMeta],
+    inputs: &HashSet<u64>,
+    edit: &mut VersionEdit,
+) {
+    let out = spec.output_level;
+    let ucmp = version.icmp().user();
+    let committed = version.guards(out);
+    let index = |k: &[u8]| guards::guard_index(ucmp.as_ref(), committed, k);
+    let mut emptied: Vec<usize> = spec
+        .inputs
+        .iter()
+        .filter(|(level, _)| *level == out)
+        .flat_map(|(_, files)| files.iter().map(|f| index(f.smallest_user_key())))
+        .filter(|&g| g > 0)
+        .collect();
+    emptied.sort_unstable();
+    emptied.dedup();
+    emptied.retain(|&g| {
+        outputs.iter().all(|f| index(f.smallest_user_key()) != g)
+            && version
+                .files(out)
+                .iter()
+                .all(|f| inputs.contains(&f.number) || index(f.smallest_user_key()) != g)
+    });
+    for g in emptied {
+        let Some(key) = committed.get(g - 1) else {
+            continue;
+        };
+        for level in 1..version.num_levels() {
+            if version
+                .guards(level)
+                .binary_search_by(|k| ucmp.compare(k, key))
+                .is_ok()
+            {
+                edit.removed_guards.push((level as u32, key.clone()));
+            }
+        }
+    }
 }
 
 /// The edit for a metadata-only move of `file` from `from_level` to `to_level`.

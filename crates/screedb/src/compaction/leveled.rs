@@ -99,6 +99,7 @@ impl Leveled {
             inputs: vec![(level, inputs)],
             output_level: next,
             target_file_size: options.target_file_size,
+            guard_bits: None,
         };
         if !below.is_empty() {
             spec.inputs.push((next, below));
@@ -167,7 +168,7 @@ mod tests {
             None,
         ));
         let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
-        let base = Version::empty(icmp, 4, obsolete);
+        let base = Version::empty(icmp, crate::options::Layout::Leveled, 4, obsolete);
         let mut b = VersionBuilder::new(&base);
         b.apply(&VersionEdit {
             new_files: files,

@@ -4,6 +4,7 @@
 //! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
 //! tested on hand-built versions. [`job`] executes any choice.
 
+pub mod flsm;
 pub mod job;
 pub mod leveled;
 
@@ -33,6 +34,9 @@ pub struct MergeSpec {
     pub output_level: usize,
     /// Size at which outputs are cut.
     pub target_file_size: u64,
+    /// FLSM: a written key whose hash ends in this many one bits becomes a guard of the output
+    /// level (if no table that stays spans it). `None`: no new guards.
+    pub guard_bits: Option<u32>,
 }
 
 impl MergeSpec {

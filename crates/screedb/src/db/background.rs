@@ -13,10 +13,11 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
 use super::{DbInner, DbState};
-use crate::compaction::{Choice, MergeSpec, job, key_range};
+use crate::compaction::{Choice, MergeSpec, flsm, job, key_range};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
+use crate::options::Layout;
 use crate::sync::{lock, wait, wait_timeout};
 use crate::version::{FileRef, Version};
 use std::sync::MutexGuard;
@@ -225,6 +226,10 @@ fn run_merge<'a>(
         st.compaction.busy_ranges.swap_remove(i);
     }
     let result = result.and_then(|(mut edit, stats)| {
+        if !edit.added_guards.is_empty() {
+            // Other jobs may have changed the deeper levels since this one started.
+            flsm::drop_unsafe_guards(&st.versions.current(), &st.compaction, &mut edit);
+        }
         Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(
             &inner.counters.compaction_bytes_written,
@@ -315,11 +320,19 @@ pub(super) fn compact_range(
         if inputs.is_empty() {
             continue;
         }
+        if level > 0 && version.layout() == Layout::Flsm {
+            // Whole guards: a fragment left behind could hold older versions of keys that move
+            // down, and would then shadow them.
+            inputs = flsm::whole_guards(&version, level, &inputs);
+        }
         let output_level = (level + 1).min(last_level);
+        let guard_bits = (version.layout() == Layout::Flsm)
+            .then(|| flsm::guard_bits(&inner.options, output_level, &inputs));
         let mut spec = MergeSpec {
             inputs: vec![(level, inputs)],
             output_level,
             target_file_size: inner.options.target_file_size,
+            guard_bits,
         };
         if output_level != level {
             let (s, l) = key_range(&version, spec.all_inputs()).unwrap_or_default();

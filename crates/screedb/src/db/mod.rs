@@ -266,25 +266,21 @@ impl Db {
         for file in sv.version.files(0) {
             children.push(Box::new(inner.tables.get(file.number)?.iter()));
         }
+        // One concatenating iterator per sorted run: one per level in the leveled layout, one
+        // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
         for level in 1..sv.version.num_levels() {
-            let files: Vec<Arc<FileMeta>> = sv
-                .version
-                .files(level)
-                .iter()
-                .map(|f| Arc::clone(f.meta()))
-                .collect();
-            if files.is_empty() {
-                continue;
+            for run in sv.version.runs(level) {
+                let files: Vec<Arc<FileMeta>> = run.iter().map(|f| Arc::clone(f.meta())).collect();
+                let tables = Arc::clone(&inner.tables);
+                let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+                    Ok(Box::new(tables.get(f.number)?.iter()))
+                });
+                children.push(Box::new(ConcatIterator::new(
+                    inner.icmp.clone(),
+                    files,
+                    open,
+                )));
             }
-            let tables = Arc::clone(&inner.tables);
-            let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                Ok(Box::new(tables.get(f.number)?.iter()))
-            });
-            children.push(Box::new(ConcatIterator::new(
-                inner.icmp.clone(),
-                files,
-                open,
-            )));
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);
         Ok(DbIterator::new(
@@ -332,11 +328,23 @@ impl Db {
         background::wait_for_idle(&self.inner)
     }
 
-    /// A property by name: `screedb.stats`, `screedb.levels`, `screedb.num-files-at-level<N>`,
+    /// A property by name: `screedb.stats`, `screedb.levels` (FLSM: also guards per level and
+    /// fragments per guard min/median/max), `screedb.guards-at-level<N>` (one guard key per
+    /// line, escaped), `screedb.num-files-at-level<N>`,
     /// `screedb.approximate-memory-usage`, `screedb.write-amplification`.
     pub fn property(&self, name: &str) -> Option<String> {
         let inner = &self.inner;
         let sv = inner.super_version.load_full();
+        if let Some(level) = name.strip_prefix("screedb.guards-at-level") {
+            let level: usize = level.parse().ok()?;
+            return (level < sv.version.num_levels()).then(|| {
+                sv.version
+                    .guards(level)
+                    .iter()
+                    .map(|g| format!("{}\n", String::from_utf8_lossy(g).escape_debug()))
+                    .collect()
+            });
+        }
         if let Some(level) = name.strip_prefix("screedb.num-files-at-level") {
             let level: usize = level.parse().ok()?;
             return (level < sv.version.num_levels())

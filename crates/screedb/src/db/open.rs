@@ -16,13 +16,13 @@ use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::write::insert;
 use super::{DbInner, DbState, SuperVersion};
-use crate::compaction::{self, job, leveled::Leveled};
+use crate::compaction::{self, flsm::Flsm, job, leveled::Leveled};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{Layout, Options};
 use crate::table::{BlockCache, TableCache};
 use crate::version::VersionSet;
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
@@ -65,6 +65,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         icmp.clone(),
         Arc::clone(&tables),
         &options,
+        Some(options.layout),
     );
     let (log_number, prev_log) = if exists {
         let r = versions.recover()?;
@@ -214,7 +215,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table_options,
         tables,
         block_cache,
-        strategy: Box::new(Leveled),
+        strategy: match options.layout {
+            Layout::Leveled => Box::new(Leveled),
+            Layout::Flsm => Box::new(Flsm),
+        },
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         super_version,

@@ -18,6 +18,7 @@
 //!  8   added guard:     level: u32 | user key bytes
 //!  9   removed guard:   level: u32 | user key bytes
 //! 10   stat:            name bytes (UTF-8) | value: u64
+//! 11   layout:          u8 (0 = leveled, 1 = FLSM); written with the comparator, absent = leveled
 //! ```
 //!
 //! Every byte of a record is either a tag or part of a field, so there is no trailing garbage to
@@ -29,6 +30,7 @@ use std::path::Path;
 
 use crate::coding::{put_u32, put_u64};
 use crate::error::Result;
+use crate::options::Layout;
 
 use super::file_meta::FileMeta;
 use super::{FieldReader, put_bytes};
@@ -61,6 +63,16 @@ pub mod tag {
     pub const REMOVED_GUARD: u8 = 9;
     /// A persisted statistics counter.
     pub const STAT: u8 = 10;
+    /// The layout of levels >= 1 (0 = leveled, 1 = FLSM), fixed at creation.
+    pub const LAYOUT: u8 = 11;
+}
+
+/// The on-disk code of a layout (tag 11). Frozen.
+fn layout_code(layout: Layout) -> u8 {
+    match layout {
+        Layout::Leveled => 0,
+        Layout::Flsm => 1,
+    }
 }
 
 /// A change to the set of live tables and counters; the MANIFEST is a log of these.
@@ -68,6 +80,8 @@ pub mod tag {
 pub struct VersionEdit {
     /// Name of the user comparator (written in the first edit of a MANIFEST).
     pub comparator: Option<String>,
+    /// Layout of levels >= 1 (written in the first edit of a MANIFEST).
+    pub layout: Option<Layout>,
     /// Logs with smaller numbers are no longer needed.
     pub log_number: Option<u64>,
     /// The log before `log_number`, kept for LevelDB compatibility.
@@ -98,6 +112,10 @@ impl VersionEdit {
         if let Some(name) = &self.comparator {
             dst.push(tag::COMPARATOR);
             put_bytes(dst, name.as_bytes());
+        }
+        if let Some(layout) = self.layout {
+            dst.push(tag::LAYOUT);
+            dst.push(layout_code(layout));
         }
         let counters = [
             (tag::LOG_NUMBER, self.log_number),
@@ -153,6 +171,20 @@ impl VersionEdit {
             let t = r.u8("tag")?;
             match t {
                 tag::COMPARATOR => edit.comparator = Some(r.string("comparator name")?),
+                tag::LAYOUT => {
+                    let code_offset = r.offset();
+                    edit.layout = Some(match r.u8("layout")? {
+                        0 => Layout::Leveled,
+                        1 => Layout::Flsm,
+                        other => {
+                            return Err(crate::error::Error::corruption(
+                                file,
+                                code_offset,
+                                format!("unknown layout code {other} (0 = leveled, 1 = FLSM)"),
+                            ));
+                        }
+                    });
+                }
                 tag::LOG_NUMBER => edit.log_number = Some(r.u64("log number")?),
                 tag::PREV_LOG_NUMBER => edit.prev_log_number = Some(r.u64("prev log number")?),
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(r.u64("next file number")?),
@@ -197,6 +229,7 @@ impl VersionEdit {
     /// True when the edit changes nothing (it encodes to zero bytes).
     pub fn is_empty(&self) -> bool {
         self.comparator.is_none()
+            && self.layout.is_none()
             && self.log_number.is_none()
             && self.prev_log_number.is_none()
             && self.next_file_number.is_none()
@@ -260,10 +293,12 @@ mod tests {
             vec((level.clone(), arb_bytes()), 0..3),
             vec((level, arb_bytes()), 0..3),
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
+            proptest::option::of(prop_oneof![Just(Layout::Leveled), Just(Layout::Flsm)]),
         )
-            .prop_map(|((c, log, prev, next, last), del, new, add, rem, stats)| {
-                VersionEdit {
+            .prop_map(
+                |((c, log, prev, next, last), del, new, add, rem, stats, layout)| VersionEdit {
                     comparator: c,
+                    layout,
                     log_number: log,
                     prev_log_number: prev,
                     next_file_number: next,
@@ -273,14 +308,15 @@ mod tests {
                     added_guards: add,
                     removed_guards: rem,
                     stats,
-                }
-            })
+                },
+            )
     }
 
     /// Number of fields `encode` writes for `e`.
     fn field_count(e: &VersionEdit) -> usize {
         [
             e.comparator.is_some(),
+            e.layout.is_some(),
             e.log_number.is_some(),
             e.prev_log_number.is_some(),
             e.next_file_number.is_some(),
@@ -390,6 +426,20 @@ mod tests {
     }
 
     #[test]
+    fn layout_is_frozen_and_unknown_codes_are_named() {
+        let mut buf = Vec::new();
+        VersionEdit {
+            layout: Some(Layout::Flsm),
+            ..VersionEdit::default()
+        }
+        .encode(&mut buf);
+        assert_eq!(buf, [11, 1]);
+        let err = VersionEdit::decode(&[11, 7], &path(), 0).unwrap_err();
+        assert!(err.is_corruption());
+        assert!(err.to_string().contains("unknown layout code 7"), "{err}");
+    }
+
+    #[test]
     fn non_utf8_names_are_corruption() {
         let buf = [tag::STAT, 1, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0];
         let err = VersionEdit::decode(&buf, &path(), 0).unwrap_err();
@@ -416,6 +466,7 @@ mod tests {
     fn golden_bytes() {
         let edit = VersionEdit {
             comparator: Some("cmp".into()),
+            layout: Some(Layout::Flsm),
             log_number: Some(2),
             prev_log_number: Some(1),
             next_file_number: Some(9),
@@ -441,6 +492,7 @@ mod tests {
         #[rustfmt::skip]
         let golden: Vec<u8> = vec![
             1, 3, 0, 0, 0, b'c', b'm', b'p',            // comparator "cmp"
+            11, 1,                                      // layout FLSM
             2, 2, 0, 0, 0, 0, 0, 0, 0,                  // log number 2
             7, 1, 0, 0, 0, 0, 0, 0, 0,                  // prev log number 1
             3, 9, 0, 0, 0, 0, 0, 0, 0,                  // next file number 9

@@ -1,6 +1,6 @@
 //! Applying version edits to a version.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{FileRef, TableFile, Version};
@@ -12,7 +12,8 @@ pub struct VersionBuilder<'a> {
     base: &'a Version,
     deleted: Vec<HashSet<u64>>,
     added: Vec<Vec<FileRef>>,
-    guards: Vec<BTreeSet<Vec<u8>>>,
+    /// Per level, guard keys in user-key order without duplicates.
+    guards: Vec<Vec<Vec<u8>>>,
     /// Tables of the base version that the edits removed (a re-added one is a move).
     removed: HashMap<u64, FileRef>,
 }
@@ -25,9 +26,7 @@ impl<'a> VersionBuilder<'a> {
             base,
             deleted: vec![HashSet::new(); n],
             added: vec![Vec::new(); n],
-            guards: (0..n)
-                .map(|l| base.guards(l).iter().cloned().collect())
-                .collect(),
+            guards: (0..n).map(|l| base.guards(l).to_vec()).collect(),
             removed: HashMap::new(),
         }
     }
@@ -63,11 +62,18 @@ impl<'a> VersionBuilder<'a> {
             };
             self.added[level].push(file);
         }
+        let ucmp = std::sync::Arc::clone(self.base.icmp.user());
         for (level, key) in &edit.removed_guards {
-            self.guards[check(*level)?].remove(key);
+            let guards = &mut self.guards[check(*level)?];
+            if let Ok(i) = guards.binary_search_by(|g| ucmp.compare(g, key)) {
+                guards.remove(i);
+            }
         }
         for (level, key) in &edit.added_guards {
-            self.guards[check(*level)?].insert(key.clone());
+            let guards = &mut self.guards[check(*level)?];
+            if let Err(i) = guards.binary_search_by(|g| ucmp.compare(g, key)) {
+                guards.insert(i, key.clone());
+            }
         }
         Ok(())
     }
@@ -95,14 +101,30 @@ impl<'a> VersionBuilder<'a> {
             }
             levels.push(files);
         }
+        let runs = levels
+            .iter()
+            .enumerate()
+            .map(|(level, files)| {
+                if level == 0 {
+                    Vec::new()
+                } else if self.base.layout == crate::options::Layout::Leveled {
+                    // Disjoint by invariant (checked before a version is installed).
+                    if files.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![files.clone()]
+                    }
+                } else {
+                    Version::sorted_runs(&icmp, files)
+                }
+            })
+            .collect();
         Version {
             icmp,
+            layout: self.base.layout,
             levels,
-            guards: self
-                .guards
-                .into_iter()
-                .map(|g| g.into_iter().collect())
-                .collect(),
+            runs,
+            guards: self.guards,
             obsolete: Arc::clone(&self.base.obsolete),
         }
     }

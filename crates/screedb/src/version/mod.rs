@@ -6,10 +6,17 @@
 //! holding it is dropped (see [`obsolete`]).
 //!
 //! Levels: level 0 holds tables in flush order, newest first, whose key ranges may overlap.
-//! Levels >= 1 hold tables sorted by smallest key whose ranges do not overlap (leveled layout).
-//! `guards` is reserved for the FLSM layout: per level, the committed guard keys.
+//! Levels >= 1 hold tables sorted by smallest key. In the leveled layout their ranges never
+//! overlap. In the FLSM layout (docs/flsm.md) each level >= 1 also has sorted guard keys; every
+//! table lies inside one guard, and the tables (fragments) of one guard may overlap.
+//!
+//! Either way, each level >= 1 is also kept as a few *sorted runs*: lists of disjoint tables in
+//! key order (the first-fit partition of the tables by smallest key, so there are as many runs as
+//! tables overlap at the most crowded key — one in the leveled layout, at most about
+//! `max_sstables_per_guard` in FLSM). Reads binary-search each run; iterators concatenate each.
 
 mod builder;
+pub mod guards;
 pub mod obsolete;
 mod set;
 
@@ -23,6 +30,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::Result;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::manifest::FileMeta;
+use crate::options::Layout;
 use crate::table::TableCache;
 use obsolete::ObsoleteFiles;
 
@@ -40,7 +48,11 @@ pub enum Lookup {
 /// The live tables of every level.
 pub struct Version {
     icmp: InternalKeyComparator,
+    layout: Layout,
     levels: Vec<Vec<FileRef>>,
+    /// Per level >= 1, the tables as sorted runs of disjoint tables (see the module comment).
+    runs: Vec<Vec<Vec<FileRef>>>,
+    /// Per level, committed guard keys in user-key order (FLSM; empty otherwise).
     guards: Vec<Vec<Vec<u8>>>,
     obsolete: Arc<ObsoleteFiles>,
 }
@@ -101,15 +113,60 @@ impl Version {
     /// An empty version with `num_levels` levels.
     pub fn empty(
         icmp: InternalKeyComparator,
+        layout: Layout,
         num_levels: usize,
         obsolete: Arc<ObsoleteFiles>,
     ) -> Self {
         Version {
             icmp,
+            layout,
             levels: vec![Vec::new(); num_levels],
+            runs: vec![Vec::new(); num_levels],
             guards: vec![Vec::new(); num_levels],
             obsolete,
         }
+    }
+
+    /// The layout of levels >= 1.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The tables of level `level` (>= 1) as sorted runs of disjoint tables.
+    pub fn runs(&self, level: usize) -> &[Vec<FileRef>] {
+        self.runs.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    /// Splits tables sorted by smallest key into sorted runs (first fit: each table goes to the
+    /// first run whose last table ends before it starts).
+    fn sorted_runs(icmp: &InternalKeyComparator, files: &[FileRef]) -> Vec<Vec<FileRef>> {
+        let mut runs: Vec<Vec<FileRef>> = Vec::new();
+        for f in files {
+            let fits = |run: &Vec<FileRef>| {
+                run.last().is_some_and(|last| {
+                    icmp.user()
+                        .compare(last.largest_user_key(), f.smallest_user_key())
+                        == Ordering::Less
+                })
+            };
+            match runs.iter_mut().find(|r| fits(r)) {
+                Some(run) => run.push(Arc::clone(f)),
+                None => runs.push(vec![Arc::clone(f)]),
+            }
+        }
+        runs
+    }
+
+    /// The tables of `level` (>= 1) inside guard `index` of that level (all tables when the
+    /// level has no guards and `index == 0`).
+    pub fn guard_files(&self, level: usize, index: usize) -> Vec<FileRef> {
+        let ucmp = self.icmp.user();
+        let guards = self.guards(level);
+        self.files(level)
+            .iter()
+            .filter(|f| guards::guard_index(ucmp.as_ref(), guards, f.smallest_user_key()) == index)
+            .cloned()
+            .collect()
     }
 
     /// Number of levels.
@@ -184,7 +241,7 @@ impl Version {
                 for f in files {
                     if ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
                         && ucmp.compare(user_key, f.largest_user_key()) != Ordering::Greater
-                        && let Some(found) =
+                        && let Some((found, _)) =
                             Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
                     {
                         return Ok(found);
@@ -192,11 +249,40 @@ impl Version {
                 }
                 continue;
             }
-            let i = self.find_file(level, &target);
-            if let Some(f) = files.get(i)
-                && ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
-                && let Some(found) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
-            {
+            // One candidate per sorted run; probe the newest data first and stop as soon as the
+            // best entry found is newer than anything the remaining candidates hold.
+            let mut candidates: Vec<&FileRef> = self
+                .runs(level)
+                .iter()
+                .filter_map(|run| {
+                    let i = run.partition_point(|f| {
+                        self.icmp.compare(&f.largest, &target) == Ordering::Less
+                    });
+                    run.get(i)
+                        .filter(|f| ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less)
+                })
+                .collect();
+            if let [f] = candidates.as_slice() {
+                if let Some((found, _)) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
+                {
+                    return Ok(found);
+                }
+                continue;
+            }
+            candidates.sort_by_key(|f| std::cmp::Reverse(f.largest_seq));
+            let mut best: Option<(Lookup, SequenceNumber)> = None;
+            for f in candidates {
+                if best.as_ref().is_some_and(|(_, seq)| *seq >= f.largest_seq) {
+                    break;
+                }
+                if let Some((found, seq)) =
+                    Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
+                    && best.as_ref().is_none_or(|(_, s)| seq > *s)
+                {
+                    best = Some((found, seq));
+                }
+            }
+            if let Some((found, _)) = best {
                 return Ok(found);
             }
         }
@@ -209,7 +295,7 @@ impl Version {
         user_key: &[u8],
         target: &[u8],
         ucmp: &dyn crate::comparator::Comparator,
-    ) -> Result<Option<Lookup>> {
+    ) -> Result<Option<(Lookup, SequenceNumber)>> {
         let table = tables.get(file.number)?;
         let Some((ikey, value)) = table.get(target)? else {
             return Ok(None);
@@ -224,15 +310,20 @@ impl Version {
         if ucmp.compare(parsed.user_key, user_key) != Ordering::Equal {
             return Ok(None);
         }
-        Ok(Some(match parsed.kind {
+        let found = match parsed.kind {
             ValueKind::Value => Lookup::Found(value),
             ValueKind::Deletion => Lookup::Deleted,
-        }))
+        };
+        Ok(Some((found, parsed.seq)))
     }
 
-    /// Checks the structural invariants: sorted, non-overlapping levels >= 1, well-formed ranges.
-    /// Returns a description of the first violation.
+    /// Checks the structural invariants: well-formed ranges; in the leveled layout, sorted,
+    /// non-overlapping levels >= 1 and no guards; in the FLSM layout, strictly sorted guards, no
+    /// guards at level 0, every table of a level >= 1 inside one guard, and the guards of level
+    /// `i` a subset of those of level `i + 1` (skip-list property). Returns a description of the
+    /// first violation.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let ucmp = self.icmp.user();
         for (level, files) in self.levels.iter().enumerate() {
             for f in files {
                 if self.icmp.compare(&f.smallest, &f.largest) == Ordering::Greater {
@@ -242,20 +333,66 @@ impl Version {
                     ));
                 }
             }
+            let guards = self.guards(level);
+            if (level == 0 || self.layout == Layout::Leveled) && !guards.is_empty() {
+                return Err(format!(
+                    "level {level} has {} guards but {} has none",
+                    guards.len(),
+                    if level == 0 {
+                        "level 0".to_owned()
+                    } else {
+                        format!("the {} layout", self.layout)
+                    }
+                ));
+            }
             if level == 0 {
                 continue;
             }
-            for pair in files.windows(2) {
-                if self
-                    .icmp
-                    .user()
-                    .compare(pair[0].largest_user_key(), pair[1].smallest_user_key())
-                    != Ordering::Less
-                {
+            if self.layout == Layout::Leveled {
+                for pair in files.windows(2) {
+                    if ucmp.compare(pair[0].largest_user_key(), pair[1].smallest_user_key())
+                        != Ordering::Less
+                    {
+                        return Err(format!(
+                            "tables {} and {} of level {level} overlap or are out of order",
+                            pair[0].number, pair[1].number
+                        ));
+                    }
+                }
+                continue;
+            }
+            for pair in guards.windows(2) {
+                if ucmp.compare(&pair[0], &pair[1]) != Ordering::Less {
                     return Err(format!(
-                        "tables {} and {} of level {level} overlap or are out of order",
-                        pair[0].number, pair[1].number
+                        "guards {:?} and {:?} of level {level} are out of order",
+                        String::from_utf8_lossy(&pair[0]),
+                        String::from_utf8_lossy(&pair[1])
                     ));
+                }
+            }
+            for f in files {
+                let first = guards::guard_index(ucmp.as_ref(), guards, f.smallest_user_key());
+                let last = guards::guard_index(ucmp.as_ref(), guards, f.largest_user_key());
+                if first != last {
+                    return Err(format!(
+                        "table {} of level {level} spans guard {:?}",
+                        f.number,
+                        guards
+                            .get(first)
+                            .map(|g| String::from_utf8_lossy(g).into_owned())
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+            if let Some(deeper) = self.guards.get(level + 1) {
+                for g in guards {
+                    if deeper.binary_search_by(|d| ucmp.compare(d, g)).is_err() {
+                        return Err(format!(
+                            "guard {:?} of level {level} is not a guard of level {}",
+                            String::from_utf8_lossy(g),
+                            level + 1
+                        ));
+                    }
                 }
             }
         }
@@ -283,10 +420,32 @@ impl Version {
         let mut out = String::new();
         for level in 0..self.levels.len() {
             out.push_str(&format!(
-                "L{level}: {} files, {} bytes\n",
+                "L{level}: {} files, {} bytes",
                 self.files(level).len(),
                 self.level_bytes(level)
             ));
+            if self.layout == Layout::Flsm && level > 0 {
+                let ucmp = self.icmp.user();
+                let guards = self.guards(level);
+                let mut per_guard = vec![0usize; guards.len() + 1];
+                for f in self.files(level) {
+                    let g = guards::guard_index(ucmp.as_ref(), guards, f.smallest_user_key());
+                    if let Some(n) = per_guard.get_mut(g) {
+                        *n += 1;
+                    }
+                }
+                per_guard.sort_unstable();
+                let at = |q: usize| per_guard.get(q).copied().unwrap_or(0);
+                out.push_str(&format!(
+                    ", {} guards, {} runs, fragments per guard min/median/max {}/{}/{}",
+                    guards.len(),
+                    self.runs(level).len(),
+                    at(0),
+                    at(per_guard.len() / 2),
+                    at(per_guard.len().saturating_sub(1))
+                ));
+            }
+            out.push('\n');
         }
         out
     }

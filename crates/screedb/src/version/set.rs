@@ -19,7 +19,7 @@ use crate::filename;
 use crate::fs::{self, Fs};
 use crate::key::SequenceNumber;
 use crate::manifest::VersionEdit;
-use crate::options::Options;
+use crate::options::{Layout, Options};
 use crate::table::TableCache;
 use crate::version::obsolete::ObsoleteFiles;
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
@@ -47,6 +47,8 @@ pub struct VersionSet {
     manifest: Option<LogWriter>,
     manifest_number: u64,
     stats: BTreeMap<String, u64>,
+    /// The layout the database must have (`None`: whatever is stored).
+    expected_layout: Option<Layout>,
     obsolete: Arc<ObsoleteFiles>,
 }
 
@@ -64,17 +66,21 @@ impl std::fmt::Debug for VersionSet {
 
 impl VersionSet {
     /// An empty version set for the database in `dir`, whose tables are opened through `tables`.
+    /// `layout` is the layout a new database gets and an existing one must have; `None` (for
+    /// read-only tools) takes the stored one.
     pub fn new(
         fs: Arc<dyn Fs>,
         dir: PathBuf,
         icmp: InternalKeyComparator,
         tables: Arc<TableCache>,
         options: &Options,
+        layout: Option<Layout>,
     ) -> Self {
         let obsolete = Arc::new(ObsoleteFiles::new(Arc::clone(&fs), dir.clone(), tables));
         let (num_levels, max_manifest_size) = (options.num_levels, options.max_manifest_file_size);
         let current = Arc::new(Version::empty(
             icmp.clone(),
+            layout.unwrap_or_default(),
             num_levels,
             Arc::clone(&obsolete),
         ));
@@ -91,6 +97,7 @@ impl VersionSet {
             manifest: None,
             manifest_number: 0,
             stats: BTreeMap::new(),
+            expected_layout: layout,
             obsolete,
         }
     }
@@ -117,12 +124,31 @@ impl VersionSet {
         let file = self.fs.open(&path)?;
         // A torn last edit was never acknowledged (edits are synced before they take effect).
         let mut reader = LogReader::new(file, path.clone(), RecoveryMode::TolerateTornTail);
-        let mut builder = VersionBuilder::new(&self.current);
-        let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
-        let mut seen_comparator = false;
+        let mut edits = Vec::new();
         while let Some(record) = reader.read_record()? {
             let offset = reader.last_record_offset();
-            let edit = VersionEdit::decode(&record, &path, offset)?;
+            edits.push((VersionEdit::decode(&record, &path, offset)?, offset));
+        }
+        // Manifests written before the layout tag existed are leveled.
+        let stored = edits
+            .iter()
+            .find_map(|(e, _)| e.layout)
+            .unwrap_or(Layout::Leveled);
+        if let Some(given) = self.expected_layout
+            && given != stored
+        {
+            return Err(Error::LayoutMismatch { stored, given });
+        }
+        let base = Version::empty(
+            self.icmp.clone(),
+            stored,
+            self.current.num_levels(),
+            Arc::clone(&self.obsolete),
+        );
+        let mut builder = VersionBuilder::new(&base);
+        let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
+        let mut seen_comparator = false;
+        for (edit, offset) in edits {
             if let Some(name) = &edit.comparator {
                 seen_comparator = true;
                 if name != self.icmp.user().name() {
@@ -199,6 +225,7 @@ impl VersionSet {
     fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
             comparator: Some(self.icmp.user().name().to_owned()),
+            layout: Some(self.current.layout()),
             log_number: Some(self.log_number),
             prev_log_number: Some(self.prev_log_number),
             next_file_number: Some(self.next_file_number),

@@ -84,8 +84,12 @@ pub fn memory_from_env() -> screedb::Memory {
 }
 
 /// Options so small that flushes and compactions run all the time.
+///
+/// `SCREEDB_TEST_LAYOUT` picks a variant: `leveled`; `flsm-dense` (FLSM with guard bits so low
+/// that there is a guard every few keys); `flsm-max1` (FLSM with `max_sstables_per_guard = 1`);
+/// unset: the default options.
 pub fn tiny_options(fs: Arc<dyn Fs>) -> Options {
-    Options {
+    let mut o = Options {
         create_if_missing: true,
         fs,
         memory: memory_from_env(),
@@ -95,6 +99,27 @@ pub fn tiny_options(fs: Arc<dyn Fs>) -> Options {
         max_bytes_for_level_base: 64 << 10,
         block_cache_bytes: 64 << 10,
         ..Options::default()
+    };
+    apply_layout_variant(&mut o);
+    o
+}
+
+/// Applies `SCREEDB_TEST_LAYOUT` (see [`tiny_options`]) to `o`.
+pub fn apply_layout_variant(o: &mut Options) {
+    match std::env::var("SCREEDB_TEST_LAYOUT").as_deref() {
+        Ok("leveled") => o.layout = screedb::Layout::Leveled,
+        Ok("flsm-dense") => {
+            o.layout = screedb::Layout::Flsm;
+            o.flsm.guard_bits = screedb::GuardBits::Fixed {
+                top_level_bits: 3,
+                bit_decrement: 1,
+            };
+        }
+        Ok("flsm-max1") => {
+            o.layout = screedb::Layout::Flsm;
+            o.flsm.max_sstables_per_guard = 1;
+        }
+        _ => {}
     }
 }
 

@@ -1,0 +1,343 @@
+//! FLSM compaction (PebblesDB's fragmented LSM; docs/flsm.md).
+//!
+//! Every level >= 1 is cut by its guard keys; a guard holds fragments that may overlap. Scores
+//! are the leveled ones (level 0 by table count, level `n` by bytes over target). The unit of
+//! work is a guard:
+//! - level 0 -> 1: all level-0 tables are merged and the output is partitioned by level 1's
+//!   guards, one new fragment per guard it touches;
+//! - level `n` -> `n+1`: one guard (round robin) is merged and partitioned by level `n+1`'s
+//!   guards;
+//! - appending, not rewriting: a child guard receives a new fragment unless it already holds
+//!   `max_sstables_per_guard` fragments overlapping the incoming range, in which case those are
+//!   merged with the incoming data (so `max_sstables_per_guard = 1` is leveled compaction, and the
+//!   last level, which nothing drains, rewrites a guard whenever it is full);
+//! - second-to-last level: a guard is merged in place instead when the full last-level fragments
+//!   would cost more than `second_last_rewrite_ratio` times its own bytes;
+//! - trivial moves: a fragment that overlaps nothing else in its guard, fits inside one guard of
+//!   the next level and overlaps nothing there moves down by metadata only (so does the oldest
+//!   level-0 table), which keeps sequential loads free of rewrites.
+//!
+//! Guards of disjoint ranges compact in parallel: inputs and outputs are registered as busy
+//! files and ranges, and a child guard lies inside its parent guard (skip-list property).
+
+use std::sync::Arc;
+
+use super::{Choice, CompactionStrategy, MergeSpec, State, key_range, range_is_busy};
+use crate::manifest::VersionEdit;
+use crate::options::{GuardBits, Options};
+use crate::version::{FileRef, Version, VersionBuilder, guards};
+
+/// The FLSM strategy.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flsm;
+
+/// Guard bits for a compaction into `level` with `inputs` (see [`GuardBits`]).
+pub fn guard_bits(options: &Options, level: usize, inputs: &[FileRef]) -> u32 {
+    match options.flsm.guard_bits {
+        GuardBits::Fixed {
+            top_level_bits,
+            bit_decrement,
+        } => {
+            let down = u32::try_from(level.saturating_sub(1)).unwrap_or(u32::MAX);
+            top_level_bits
+                .saturating_sub(down.saturating_mul(bit_decrement))
+                .max(1)
+        }
+        GuardBits::Adaptive { target_guard_bytes } => {
+            let target = if target_guard_bytes == 0 {
+                options
+                    .target_file_size
+                    .saturating_mul(options.flsm.max_sstables_per_guard as u64)
+            } else {
+                target_guard_bytes
+            };
+            let bytes: u64 = inputs.iter().map(|f| f.file_size).sum();
+            let entries: u64 = inputs.iter().map(|f| f.num_entries).sum();
+            let entry = (bytes / entries.max(1)).max(1);
+            (target / entry).max(1).ilog2().clamp(2, 63)
+        }
+    }
+}
+
+/// Removes from `edit` every new guard that cannot be committed on top of `current` any more:
+/// a table of the resulting version would span it, or a running job (`state`) is writing
+/// across it at that level. A guard is kept or dropped at all its levels together. Dropping is
+/// always safe: outputs cut at an uncommitted key still lie inside one committed guard.
+pub fn drop_unsafe_guards(current: &Version, state: &State, edit: &mut VersionEdit) {
+    let ucmp = Arc::clone(current.icmp().user());
+    let files_only = VersionEdit {
+        deleted_files: edit.deleted_files.clone(),
+        new_files: edit.new_files.clone(),
+        removed_guards: edit.removed_guards.clone(),
+        ..VersionEdit::default()
+    };
+    let mut builder = VersionBuilder::new(current);
+    if builder.apply(&files_only).is_err() {
+        edit.added_guards.clear();
+        return;
+    }
+    let after = builder.build();
+    let mut keys: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (level, key) in &edit.added_guards {
+        match keys.iter_mut().find(|(_, k)| k == key) {
+            Some((l, _)) => *l = (*l).min(*level as usize),
+            None => keys.push((*level as usize, key.clone())),
+        }
+    }
+    let mut added = Vec::new();
+    for (first, key) in keys {
+        let levels: Vec<usize> = (first..after.num_levels())
+            .filter(|&l| {
+                after
+                    .guards(l)
+                    .binary_search_by(|g| ucmp.compare(g, &key))
+                    .is_err()
+            })
+            .collect();
+        let safe = levels.iter().all(|&l| {
+            after
+                .files(l)
+                .iter()
+                .all(|f| !guards::spans(ucmp.as_ref(), f, &key))
+                && !state.busy_ranges.iter().any(|(bl, s, e)| {
+                    *bl == l && ucmp.compare(s, &key).is_lt() && ucmp.compare(&key, e).is_le()
+                })
+        });
+        if safe {
+            added.extend(levels.into_iter().map(|l| (l as u32, key.clone())));
+        }
+    }
+    edit.added_guards = added;
+}
+
+/// The tables of `level` grouped by guard, in key order: `(guard index, fragments)`.
+fn by_guard(version: &Version, level: usize) -> Vec<(usize, Vec<FileRef>)> {
+    let ucmp = version.icmp().user();
+    let committed = version.guards(level);
+    let mut groups: Vec<(usize, Vec<FileRef>)> = Vec::new();
+    for f in version.files(level) {
+        let g = guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key());
+        match groups.last_mut() {
+            Some((last, files)) if *last == g => files.push(Arc::clone(f)),
+            _ => groups.push((g, vec![Arc::clone(f)])),
+        }
+    }
+    groups
+}
+
+/// Every table of `level` in a guard holding one of `files` (a compaction must never take part
+/// of a guard: a fragment left behind could hold older versions of keys that move down).
+pub fn whole_guards(version: &Version, level: usize, files: &[FileRef]) -> Vec<FileRef> {
+    let ucmp = version.icmp().user();
+    let committed = version.guards(level);
+    let index = |f: &FileRef| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key());
+    let wanted: Vec<usize> = files.iter().map(index).collect();
+    version
+        .files(level)
+        .iter()
+        .filter(|f| wanted.contains(&index(f)))
+        .cloned()
+        .collect()
+}
+
+/// True when `file` lies inside one guard of `level`.
+fn fits_one_guard(version: &Version, level: usize, file: &FileRef) -> bool {
+    let ucmp = version.icmp().user();
+    let committed = version.guards(level);
+    guards::guard_index(ucmp.as_ref(), committed, file.smallest_user_key())
+        == guards::guard_index(ucmp.as_ref(), committed, file.largest_user_key())
+}
+
+/// The fragments of `level` that must be merged with incoming data covering `[smallest,
+/// largest]`: those of every guard holding at least `max_sstables_per_guard` fragments that
+/// overlap the range.
+fn full_children(
+    version: &Version,
+    options: &Options,
+    level: usize,
+    smallest: &[u8],
+    largest: &[u8],
+) -> Vec<FileRef> {
+    let ucmp = version.icmp().user();
+    let committed = version.guards(level);
+    let overlapping = version.overlapping(level, Some(smallest), Some(largest));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(first) = overlapping.get(i) {
+        let g = guards::guard_index(ucmp.as_ref(), committed, first.smallest_user_key());
+        let end = overlapping[i..]
+            .iter()
+            .position(|f| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key()) != g)
+            .map_or(overlapping.len(), |n| i + n);
+        if end - i >= options.flsm.max_sstables_per_guard {
+            out.extend(overlapping[i..end].iter().cloned());
+        }
+        i = end;
+    }
+    out
+}
+
+impl Flsm {
+    fn scores(version: &Version, options: &Options) -> Vec<(f64, usize)> {
+        let last = version.num_levels() - 1;
+        let mut scores: Vec<(f64, usize)> = (0..last)
+            .map(|level| {
+                let score = if level == 0 {
+                    version.files(0).len() as f64 / options.l0_compaction_trigger as f64
+                } else {
+                    version.level_bytes(level) as f64 / options.level_target_bytes(level) as f64
+                };
+                (score, level)
+            })
+            .filter(|(s, _)| *s >= 1.0)
+            .collect();
+        scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scores
+    }
+
+    /// A metadata move of `file` from `level` to `level + 1`, if it fits one guard there and
+    /// overlaps nothing there.
+    fn try_move(version: &Version, state: &State, level: usize, file: &FileRef) -> Option<Choice> {
+        let (s, l) = (file.smallest_user_key(), file.largest_user_key());
+        let next = level + 1;
+        (fits_one_guard(version, next, file)
+            && version.overlapping(next, Some(s), Some(l)).is_empty()
+            && !range_is_busy(version, state, level, s, l)
+            && !range_is_busy(version, state, next, s, l))
+        .then(|| Choice::Move {
+            from_level: level,
+            file: Arc::clone(file),
+            to_level: next,
+        })
+    }
+
+    fn level0(version: &Version, options: &Options, state: &State) -> Option<Choice> {
+        let inputs: Vec<FileRef> = version.files(0).to_vec();
+        if inputs.is_empty() || inputs.iter().any(|f| state.busy_files.contains(&f.number)) {
+            return None;
+        }
+        // The oldest table may go down alone: every other level-0 table is newer.
+        if let Some(oldest) = inputs.last()
+            && let Some(choice) = Self::try_move(version, state, 0, oldest)
+        {
+            return Some(choice);
+        }
+        Self::merge_into_next(version, options, state, 0, inputs)
+    }
+
+    fn level_n(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        level: usize,
+    ) -> Option<Choice> {
+        let groups = by_guard(version, level);
+        let ucmp = version.icmp().user();
+        let start = match state.compact_pointers.get(level).and_then(Option::as_ref) {
+            Some(ptr) => {
+                let g = guards::guard_index(ucmp.as_ref(), version.guards(level), ptr);
+                groups.partition_point(|(i, _)| *i <= g)
+            }
+            None => 0,
+        };
+        let (wrapped, from_pointer) = groups.split_at(start.min(groups.len()));
+        for (_, frags) in from_pointer.iter().chain(wrapped) {
+            if frags.iter().any(|f| state.busy_files.contains(&f.number)) {
+                continue;
+            }
+            for f in frags {
+                let alone = frags.iter().all(|o| {
+                    o.number == f.number
+                        || ucmp
+                            .compare(o.largest_user_key(), f.smallest_user_key())
+                            .is_lt()
+                        || ucmp
+                            .compare(f.largest_user_key(), o.smallest_user_key())
+                            .is_lt()
+                });
+                if alone && let Some(choice) = Self::try_move(version, state, level, f) {
+                    return Some(choice);
+                }
+            }
+            if let Some(choice) =
+                Self::merge_into_next(version, options, state, level, frags.clone())
+            {
+                return Some(choice);
+            }
+        }
+        None
+    }
+
+    fn merge_into_next(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        level: usize,
+        inputs: Vec<FileRef>,
+    ) -> Option<Choice> {
+        let (smallest, largest) = key_range(version, &inputs)?;
+        if range_is_busy(version, state, level, &smallest, &largest) {
+            return None;
+        }
+        let next = level + 1;
+        let children = full_children(version, options, next, &smallest, &largest);
+        if children
+            .iter()
+            .any(|f| state.busy_files.contains(&f.number))
+        {
+            return None;
+        }
+        let (all_small, all_large) = key_range(version, inputs.iter().chain(&children))?;
+        if range_is_busy(version, state, next, &all_small, &all_large) {
+            return None;
+        }
+        let input_bytes: u64 = inputs.iter().map(|f| f.file_size).sum();
+        let child_bytes: u64 = children.iter().map(|f| f.file_size).sum();
+        let ratio = options.flsm.second_last_rewrite_ratio;
+        let in_place = level > 0
+            && next + 1 == version.num_levels()
+            && ratio > 0
+            && inputs.len() >= 2
+            && child_bytes > input_bytes.saturating_mul(ratio);
+        let output_level = if in_place { level } else { next };
+        let guard_bits = Some(guard_bits(
+            options,
+            output_level,
+            &inputs.iter().chain(&children).cloned().collect::<Vec<_>>(),
+        ));
+        let mut spec = MergeSpec {
+            inputs: vec![(level, inputs)],
+            output_level,
+            target_file_size: options.target_file_size,
+            guard_bits,
+        };
+        if !in_place && !children.is_empty() {
+            spec.inputs.push((next, children));
+        }
+        Some(Choice::Merge(spec))
+    }
+}
+
+impl CompactionStrategy for Flsm {
+    fn name(&self) -> &'static str {
+        "flsm"
+    }
+
+    fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
+        for (_, level) in Self::scores(version, options) {
+            let choice = if level == 0 {
+                Self::level0(version, options, state)
+            } else {
+                Self::level_n(version, options, state, level)
+            };
+            if let Some(choice) = choice {
+                return choice;
+            }
+        }
+        Choice::DoNothing
+    }
+}
+
+#[cfg(test)]
+#[path = "flsm_tests.rs"]
+mod tests;

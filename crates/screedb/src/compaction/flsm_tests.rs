@@ -1,0 +1,298 @@
+//! Unit tests of the FLSM strategy on hand-built versions (no files).
+use std::path::PathBuf;
+
+use super::*;
+use crate::comparator::{InternalKeyComparator, default_comparator};
+use crate::fs::MemFs;
+use crate::key::{ValueKind, make_internal_key};
+use crate::manifest::FileMeta;
+use crate::options::{FlsmOptions, Layout};
+use crate::table::{TableCache, TableOptions};
+use crate::version::obsolete::ObsoleteFiles;
+
+fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
+    FileMeta {
+        number,
+        file_size: size,
+        smallest: make_internal_key(smallest.as_bytes(), number, ValueKind::Value),
+        largest: make_internal_key(largest.as_bytes(), number, ValueKind::Value),
+        smallest_seq: number,
+        largest_seq: number,
+        num_entries: 10,
+        num_deletions: 0,
+    }
+}
+
+/// An FLSM version with 4 levels, `guards` as `(level, key)` and `files` as `(level, meta)`.
+fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let fs = Arc::new(MemFs::new());
+    let tables = Arc::new(TableCache::new(
+        fs.clone(),
+        PathBuf::from("/db"),
+        TableOptions::default(),
+        icmp.clone(),
+        16,
+        None,
+    ));
+    let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
+    let base = Version::empty(icmp, Layout::Flsm, 4, obsolete);
+    let mut b = VersionBuilder::new(&base);
+    b.apply(&VersionEdit {
+        new_files: files,
+        added_guards: guards
+            .iter()
+            .map(|(l, k)| (*l, k.as_bytes().to_vec()))
+            .collect(),
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let v = b.build();
+    v.check_invariants().unwrap();
+    v
+}
+
+fn options(max_per_guard: usize) -> Options {
+    Options {
+        l0_compaction_trigger: 2,
+        max_bytes_for_level_base: 1000,
+        flsm: FlsmOptions {
+            max_sstables_per_guard: max_per_guard,
+            ..FlsmOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn numbers(files: &[FileRef]) -> Vec<u64> {
+    files.iter().map(|f| f.number).collect()
+}
+
+/// Guards "m" at levels 1-3, "f" and "t" at levels 2-3 (skip-list property).
+const GUARDS: &[(u32, &str)] = &[
+    (1, "m"),
+    (2, "f"),
+    (2, "m"),
+    (2, "t"),
+    (3, "f"),
+    (3, "m"),
+    (3, "t"),
+];
+
+#[test]
+fn level0_appends_fragments_without_rewriting_level1() {
+    let v = version(
+        GUARDS,
+        vec![
+            (0, file(10, "a", "z", 10)),
+            (0, file(11, "c", "x", 10)),
+            (1, file(3, "b", "k", 10)),
+            (1, file(4, "n", "y", 10)),
+        ],
+    );
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(4), &State::default()) else {
+        panic!("expected a merge")
+    };
+    assert_eq!(spec.output_level, 1);
+    assert_eq!(
+        spec.inputs.len(),
+        1,
+        "nothing of level 1 is rewritten: {spec:?}"
+    );
+    assert_eq!(numbers(&spec.inputs[0].1), vec![11, 10]);
+    assert!(spec.guard_bits.is_some());
+}
+
+#[test]
+fn a_full_child_guard_is_merged_and_max1_is_leveled() {
+    let files = vec![
+        (0, file(10, "a", "c", 10)),
+        (0, file(11, "b", "d", 10)),
+        (1, file(3, "a", "b", 10)),
+        (1, file(4, "c", "e", 10)),
+        (1, file(5, "n", "p", 10)),
+    ];
+    let v = version(GUARDS, files);
+    // max 2: the sentinel guard of level 1 holds 2 fragments overlapping [a, d]: merged.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(numbers(&spec.inputs[1].1), vec![3, 4]);
+    // max 3: room left, append.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(3), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.inputs.len(), 1);
+    // max 1: every overlapping table below is merged, as in leveled compaction.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(1), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(numbers(&spec.inputs[1].1), vec![3, 4]);
+}
+
+#[test]
+fn a_level_over_target_compacts_one_guard_into_the_next_level() {
+    let v = version(
+        GUARDS,
+        vec![
+            (1, file(3, "a", "k", 600)),
+            (1, file(4, "b", "j", 600)),
+            (1, file(5, "n", "z", 600)),
+            (2, file(6, "a", "d", 10)),
+        ],
+    );
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(4), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.output_level, 2);
+    assert_eq!(
+        numbers(&spec.inputs[0].1),
+        vec![3, 4],
+        "one guard: the sentinel"
+    );
+    assert_eq!(spec.inputs.len(), 1, "child has room");
+    // With the sentinel guard busy, the other guard is taken (parallel compaction).
+    let mut state = State::default();
+    state.busy_files.extend([3, 4]);
+    state.busy_ranges.push((2, b"a".to_vec(), b"k".to_vec()));
+    // (table 5 spans level 2's guard "t", so it is merged and split there, not moved).
+    match Flsm.choose(&v, &options(4), &state) {
+        Choice::Merge(spec) => assert_eq!(numbers(&spec.inputs[0].1), vec![5]),
+        other => panic!("expected the other guard, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_fragment_that_fits_one_child_guard_moves_by_metadata() {
+    let v = version(
+        GUARDS,
+        vec![(1, file(3, "g", "k", 2000)), (2, file(6, "n", "p", 10))],
+    );
+    match Flsm.choose(&v, &options(4), &State::default()) {
+        Choice::Move {
+            from_level: 1,
+            to_level: 2,
+            file,
+        } => assert_eq!(file.number, 3),
+        other => panic!("expected a move, got {other:?}"),
+    }
+    // Spanning child guard "m" of level 2: it must be merged (and split) instead.
+    let v = version(GUARDS, vec![(1, file(3, "n", "u", 2000))]);
+    assert!(matches!(
+        Flsm.choose(&v, &options(4), &State::default()),
+        Choice::Merge(_)
+    ));
+}
+
+#[test]
+fn second_to_last_level_rewrites_in_place_when_the_last_level_is_huge() {
+    let mut o = options(1);
+    o.max_bytes_for_level_base = 10;
+    o.level_size_multiplier = 2;
+    let v = version(
+        GUARDS,
+        vec![
+            (2, file(3, "a", "c", 10)),
+            (2, file(4, "b", "d", 10)),
+            (3, file(5, "a", "e", 100_000)),
+        ],
+    );
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.output_level, 2, "{spec:?}");
+    o.flsm.second_last_rewrite_ratio = 0;
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.output_level, 3);
+    assert_eq!(numbers(&spec.inputs[1].1), vec![5]);
+}
+
+#[test]
+fn invariants_reject_spanning_tables_and_broken_skip_lists() {
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let fs = Arc::new(MemFs::new());
+    let tables = Arc::new(TableCache::new(
+        fs.clone(),
+        PathBuf::from("/db"),
+        TableOptions::default(),
+        icmp.clone(),
+        16,
+        None,
+    ));
+    let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
+    let base = Version::empty(icmp, Layout::Flsm, 4, obsolete);
+    let build = |edit: VersionEdit| {
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&edit).unwrap();
+        b.build().check_invariants()
+    };
+    let spanning = VersionEdit {
+        new_files: vec![(2, file(3, "a", "z", 1))],
+        added_guards: vec![(2, b"m".to_vec()), (3, b"m".to_vec())],
+        ..VersionEdit::default()
+    };
+    assert!(build(spanning).unwrap_err().contains("spans guard"));
+    let not_nested = VersionEdit {
+        added_guards: vec![(1, b"m".to_vec())],
+        ..VersionEdit::default()
+    };
+    assert!(
+        build(not_nested)
+            .unwrap_err()
+            .contains("is not a guard of level 2")
+    );
+    let at_level0 = VersionEdit {
+        added_guards: vec![(0, b"m".to_vec())],
+        ..VersionEdit::default()
+    };
+    assert!(build(at_level0).unwrap_err().contains("level 0"));
+}
+
+#[test]
+fn unsafe_new_guards_are_dropped_at_every_level() {
+    let v = version(GUARDS, vec![(3, file(3, "g", "k", 10))]);
+    let mut edit = VersionEdit {
+        added_guards: vec![
+            (1, b"h".to_vec()),
+            (2, b"h".to_vec()),
+            (3, b"h".to_vec()),
+            (2, b"u".to_vec()),
+            (3, b"u".to_vec()),
+        ],
+        ..VersionEdit::default()
+    };
+    drop_unsafe_guards(&v, &State::default(), &mut edit);
+    // "h" is spanned by table 3 at level 3; "u" is free.
+    assert_eq!(
+        edit.added_guards,
+        vec![(2, b"u".to_vec()), (3, b"u".to_vec())]
+    );
+    let mut state = State::default();
+    state.busy_ranges.push((3, b"s".to_vec(), b"v".to_vec()));
+    drop_unsafe_guards(&v, &state, &mut edit);
+    assert!(
+        edit.added_guards.is_empty(),
+        "a running job writes across u"
+    );
+}
+
+#[test]
+fn adaptive_bits_follow_the_entry_size() {
+    let mut o = options(4);
+    o.target_file_size = 1 << 20; // guard target 4 MiB
+    let small: Vec<FileRef> = version(&[], vec![(1, file(1, "a", "b", 1000))])
+        .files(1)
+        .to_vec(); // 100-byte entries
+    assert_eq!(
+        guard_bits(&o, 1, &small),
+        (4u64 << 20).div_euclid(100).ilog2()
+    );
+    o.flsm.guard_bits = GuardBits::Fixed {
+        top_level_bits: 27,
+        bit_decrement: 2,
+    };
+    assert_eq!(guard_bits(&o, 1, &small), 27);
+    assert_eq!(guard_bits(&o, 3, &small), 23);
+}
