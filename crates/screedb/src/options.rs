@@ -210,6 +210,11 @@ pub struct FlsmOptions {
     /// the last-level fragments that would have to be merged hold more than this many times
     /// the guard's bytes (0 disables). Default: 25 (PebblesDB's heuristic).
     pub second_last_rewrite_ratio: u64,
+    /// Aggressive compaction (PebblesDB section 4): a level `n >= 1` under its target is still
+    /// compacted into level `n + 1` when its bytes are within this percentage of level `n + 1`'s
+    /// bytes (`bytes(n) >= (100 - p)% of bytes(n + 1)`, and level `n + 1` not empty), so fewer
+    /// levels hold data a seek must visit. 0 disables; at most 100. Default: 25 (PebblesDB's).
+    pub aggressive_compaction_percent: u64,
 }
 
 impl Default for FlsmOptions {
@@ -220,6 +225,7 @@ impl Default for FlsmOptions {
                 target_guard_bytes: 0,
             },
             second_last_rewrite_ratio: 25,
+            aggressive_compaction_percent: 25,
         }
     }
 }
@@ -394,6 +400,10 @@ impl Options {
         check(
             (1..=1024).contains(&self.flsm.max_sstables_per_guard),
             "flsm.max_sstables_per_guard must be between 1 and 1024",
+        )?;
+        check(
+            self.flsm.aggressive_compaction_percent <= 100,
+            "flsm.aggressive_compaction_percent must be at most 100",
         )?;
         if let GuardBits::Fixed { top_level_bits, .. } = self.flsm.guard_bits {
             check(

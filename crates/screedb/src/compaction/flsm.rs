@@ -110,6 +110,26 @@ pub fn drop_unsafe_guards(current: &Version, state: &State, edit: &mut VersionEd
     edit.added_guards = added;
 }
 
+/// Levels `n` (1 <= n < last) whose bytes are within `aggressive_compaction_percent` of level
+/// `n + 1`'s bytes (PebblesDB section 4), fullest relative to the next level first.
+pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
+    let percent = options.flsm.aggressive_compaction_percent.min(100);
+    if percent == 0 {
+        return Vec::new();
+    }
+    let last = version.num_levels().saturating_sub(1);
+    let mut due: Vec<(f64, usize)> = (1..last)
+        .filter_map(|level| {
+            let here = u128::from(version.level_bytes(level));
+            let next = u128::from(version.level_bytes(level + 1));
+            (here > 0 && next > 0 && here * 100 >= next * u128::from(100 - percent))
+                .then(|| (here as f64 / next as f64, level))
+        })
+        .collect();
+    due.sort_by(|a, b| b.0.total_cmp(&a.0));
+    due.into_iter().map(|(_, level)| level).collect()
+}
+
 /// The tables of `level` grouped by guard, in key order: `(guard index, fragments)`.
 fn by_guard(version: &Version, level: usize) -> Vec<(usize, Vec<FileRef>)> {
     let ucmp = version.icmp().user();
@@ -178,6 +198,8 @@ fn full_children(
 }
 
 impl Flsm {
+    /// Levels to compact, most urgent first: those over target (leveled scores), then those
+    /// due for aggressive compaction ([`aggressive_levels`]).
     fn scores(version: &Version, options: &Options) -> Vec<(f64, usize)> {
         let last = version.num_levels() - 1;
         let mut scores: Vec<(f64, usize)> = (0..last)
@@ -192,6 +214,11 @@ impl Flsm {
             .filter(|(s, _)| *s >= 1.0)
             .collect();
         scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for level in aggressive_levels(version, options) {
+            if !scores.iter().any(|(_, l)| *l == level) {
+                scores.push((0.0, level));
+            }
+        }
         scores
     }
 

@@ -296,3 +296,64 @@ fn adaptive_bits_follow_the_entry_size() {
     assert_eq!(guard_bits(&o, 1, &small), 27);
     assert_eq!(guard_bits(&o, 3, &small), 23);
 }
+
+/// The level a choice takes its (first) input from.
+fn from_level(choice: &Choice) -> Option<usize> {
+    match choice {
+        Choice::DoNothing => None,
+        Choice::Move { from_level, .. } => Some(*from_level),
+        Choice::Merge(spec) => Some(spec.inputs[0].0),
+    }
+}
+
+#[test]
+fn aggressive_compaction_takes_a_level_within_the_ratio_of_the_next() {
+    // Level 1 (target 1000) holds 500 bytes, under target; level 2 holds 600.
+    let files = |l1: u64| {
+        vec![
+            (1, file(3, "a", "c", l1 / 2)),
+            (1, file(4, "b", "d", l1 / 2)),
+            (2, file(5, "a", "e", 300)),
+            (2, file(6, "n", "p", 300)),
+        ]
+    };
+    let v = version(GUARDS, files(500));
+    assert_eq!(aggressive_levels(&v, &options(4)), vec![1]);
+    let choice = Flsm.choose(&v, &options(4), &State::default());
+    assert_eq!(from_level(&choice), Some(1), "{choice:?}");
+    // 500 >= 75% of 600; 440 is not.
+    let v = version(GUARDS, files(440));
+    assert!(aggressive_levels(&v, &options(4)).is_empty());
+    let choice = Flsm.choose(&v, &options(4), &State::default());
+    assert_eq!(from_level(&choice), None, "{choice:?}");
+    // 0 disables it.
+    let v = version(GUARDS, files(500));
+    let mut o = options(4);
+    o.flsm.aggressive_compaction_percent = 0;
+    let choice = Flsm.choose(&v, &o, &State::default());
+    assert_eq!(from_level(&choice), None, "{choice:?}");
+    // 100 compacts any level whose next level holds data; never the last, nor into an empty one.
+    o.flsm.aggressive_compaction_percent = 100;
+    let v = version(
+        GUARDS,
+        vec![(1, file(3, "a", "c", 1)), (3, file(6, "n", "p", 900))],
+    );
+    assert!(aggressive_levels(&v, &o).is_empty(), "level 2 is empty");
+    let v = version(
+        GUARDS,
+        vec![
+            (1, file(3, "a", "c", 1)),
+            (2, file(5, "a", "e", 900)),
+            (3, file(6, "n", "p", 1)),
+        ],
+    );
+    assert_eq!(aggressive_levels(&v, &o), vec![2, 1], "fullest first");
+}
+
+#[test]
+fn aggressive_percent_is_validated() {
+    let mut o = Options::default();
+    o.flsm.aggressive_compaction_percent = 101;
+    let err = o.validate().unwrap_err().to_string();
+    assert!(err.contains("aggressive_compaction_percent"), "{err}");
+}
