@@ -215,6 +215,16 @@ pub struct FlsmOptions {
     /// bytes (`bytes(n) >= (100 - p)% of bytes(n + 1)`, and level `n + 1` not empty), so fewer
     /// levels hold data a seek must visit. 0 disables; at most 100. Default: 25 (PebblesDB's).
     pub aggressive_compaction_percent: u64,
+    /// Seek-based compaction: a guard whose reads (iterator seeks and gets) had to probe more
+    /// than one overlapping fragment this many times since the last version change has its
+    /// fragments merged in place, even when nothing is written. 0 disables. Default: 1024.
+    /// PebblesDB: 10 consecutive seeks; LevelDB: one seek per 16 KiB of a table.
+    pub seek_compaction_threshold: u32,
+    /// Write budget of seek-based compaction, in percent of the user bytes written: a seek
+    /// compaction runs only while the bytes all seek compactions wrote plus its input bytes
+    /// stay within `percent * user_bytes_written / 100` (so reads can never make compaction
+    /// run away, cockroachdb/pebble#1143). 0 disables. Default: 10.
+    pub seek_compaction_budget_percent: u64,
 }
 
 impl Default for FlsmOptions {
@@ -226,6 +236,8 @@ impl Default for FlsmOptions {
             },
             second_last_rewrite_ratio: 25,
             aggressive_compaction_percent: 25,
+            seek_compaction_threshold: 1024,
+            seek_compaction_budget_percent: 10,
         }
     }
 }

@@ -130,6 +130,46 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
     due.into_iter().map(|(_, level)| level).collect()
 }
 
+/// Seek-based compaction: the hottest guard (see [`crate::version::seeks`]) whose count
+/// reached `seek_compaction_threshold`, whose fragments overlap (so a read probes several) and
+/// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
+/// exactly the guard's bytes, and afterwards a read probes one fragment there.
+pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
+    let threshold = options.flsm.seek_compaction_threshold;
+    if threshold == 0 || state.seek_budget_bytes == 0 {
+        return None;
+    }
+    let ucmp = version.icmp().user();
+    for (level, index, _) in version.seek_counters().hot(threshold) {
+        let mut frags = version.guard_files(level, index);
+        frags.sort_by(|a, b| ucmp.compare(a.smallest_user_key(), b.smallest_user_key()));
+        let overlap = frags.windows(2).any(|w| {
+            ucmp.compare(w[1].smallest_user_key(), w[0].largest_user_key())
+                .is_le()
+        });
+        let bytes: u64 = frags.iter().map(|f| f.file_size).sum();
+        // Outputs may carry a little more per-table overhead than the inputs: keep 1/8 slack.
+        if !overlap
+            || bytes.saturating_add(bytes / 8) > state.seek_budget_bytes
+            || frags.iter().any(|f| state.busy_files.contains(&f.number))
+        {
+            continue;
+        }
+        let (smallest, largest) = key_range(version, &frags)?;
+        if range_is_busy(version, state, level, &smallest, &largest) {
+            continue;
+        }
+        return Some(Choice::Merge(MergeSpec {
+            guard_bits: Some(guard_bits(options, level, &frags)),
+            inputs: vec![(level, frags)],
+            output_level: level,
+            target_file_size: options.target_file_size,
+            seek: true,
+        }));
+    }
+    None
+}
+
 /// The tables of `level` grouped by guard, in key order: `(guard index, fragments)`.
 fn by_guard(version: &Version, level: usize) -> Vec<(usize, Vec<FileRef>)> {
     let ucmp = version.icmp().user();
@@ -337,6 +377,7 @@ impl Flsm {
             output_level,
             target_file_size: options.target_file_size,
             guard_bits,
+            seek: false,
         };
         if !in_place && !children.is_empty() {
             spec.inputs.push((next, children));
@@ -361,7 +402,7 @@ impl CompactionStrategy for Flsm {
                 return choice;
             }
         }
-        Choice::DoNothing
+        seek_compaction(version, options, state).unwrap_or(Choice::DoNothing)
     }
 }
 

@@ -357,3 +357,85 @@ fn aggressive_percent_is_validated() {
     let err = o.validate().unwrap_err().to_string();
     assert!(err.contains("aggressive_compaction_percent"), "{err}");
 }
+
+/// Level 2 guard "f" holds two overlapping fragments (300 bytes), guard "t" one.
+fn seek_version() -> Version {
+    version(
+        GUARDS,
+        vec![
+            (2, file(5, "g", "k", 150)),
+            (2, file(6, "h", "l", 150)),
+            (2, file(7, "u", "w", 100)),
+            (3, file(8, "a", "e", 100_000)),
+        ],
+    )
+}
+
+fn seek_options(threshold: u32) -> Options {
+    let mut o = options(4);
+    o.flsm.aggressive_compaction_percent = 0;
+    o.flsm.seek_compaction_threshold = threshold;
+    o
+}
+
+fn budget(bytes: u64) -> State {
+    State {
+        seek_budget_bytes: bytes,
+        ..State::default()
+    }
+}
+
+#[test]
+fn a_hot_guard_is_merged_in_place_once_its_seeks_reach_the_threshold() {
+    let v = seek_version();
+    let o = seek_options(3);
+    assert!(!v.record_seek(b"i", 3), "1 of 3");
+    assert!(!v.record_seek(b"u", 3), "one fragment at u: not counted");
+    assert!(!v.record_seek(b"j", 3), "2 of 3");
+    assert!(
+        matches!(Flsm.choose(&v, &o, &budget(1000)), Choice::DoNothing),
+        "under the threshold"
+    );
+    assert!(v.record_seek(b"k", 3), "3 of 3 crosses");
+    assert!(!v.record_seek(b"k", 3), "crossing is reported once");
+    assert_eq!(v.seek_counters().count(2, 1), 4);
+    assert_eq!(v.seek_counters().count(2, 3), 0);
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(1000)) else {
+        panic!("seek compaction")
+    };
+    assert!(spec.seek);
+    assert_eq!(spec.output_level, 2, "in place");
+    assert_eq!(spec.inputs.len(), 1);
+    assert_eq!(numbers(&spec.inputs[0].1), vec![5, 6]);
+    // A busy guard is skipped.
+    let mut state = budget(1000);
+    state.busy_files.insert(5);
+    assert!(matches!(Flsm.choose(&v, &o, &state), Choice::DoNothing));
+    // Threshold 0 disables it.
+    assert!(matches!(
+        Flsm.choose(&v, &seek_options(0), &budget(1000)),
+        Choice::DoNothing
+    ));
+}
+
+#[test]
+fn seek_compaction_stays_within_its_budget() {
+    let v = seek_version();
+    let o = seek_options(1);
+    assert!(v.record_seek(b"i", 1));
+    // 300 bytes + 1/8 slack = 337.
+    for (left, fires) in [
+        (0, false),
+        (300, false),
+        (336, false),
+        (337, true),
+        (10_000, true),
+    ] {
+        let choice = Flsm.choose(&v, &o, &budget(left));
+        assert_eq!(
+            matches!(choice, Choice::Merge(ref s) if s.seek),
+            fires,
+            "budget {left}: {choice:?}"
+        );
+    }
+}

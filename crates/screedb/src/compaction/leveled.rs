@@ -100,6 +100,7 @@ impl Leveled {
             output_level: next,
             target_file_size: options.target_file_size,
             guard_bits: None,
+            seek: false,
         };
         if !below.is_empty() {
             spec.inputs.push((next, below));

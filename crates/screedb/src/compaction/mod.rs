@@ -23,6 +23,8 @@ pub struct State {
     pub busy_ranges: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// Per level, the largest user key of the last table compacted there (round robin).
     pub compact_pointers: Vec<Option<Vec<u8>>>,
+    /// Bytes seek-based compactions may still write (their budget minus what they wrote).
+    pub seek_budget_bytes: u64,
 }
 
 /// A merge of input tables into new tables of `output_level`.
@@ -37,6 +39,8 @@ pub struct MergeSpec {
     /// FLSM: a written key whose hash ends in this many one bits becomes a guard of the output
     /// level (if no table that stays spans it). `None`: no new guards.
     pub guard_bits: Option<u32>,
+    /// Chosen by seek-based compaction (its output counts against the seek budget).
+    pub seek: bool,
 }
 
 impl MergeSpec {

@@ -39,6 +39,7 @@ pub(super) fn run(inner: &DbInner) {
             let compaction_slots = inner.options.max_background_jobs.saturating_sub(1).max(1);
             let compactions_running = st.jobs_running - usize::from(st.flush_running);
             if !st.manual_running && compactions_running < compaction_slots {
+                refresh_seek_budget(inner, &mut st);
                 let choice =
                     inner
                         .strategy
@@ -51,6 +52,26 @@ pub(super) fn run(inner: &DbInner) {
         }
         st = wait(&inner.bg_cv, st);
     }
+}
+
+/// Sets the bytes seek-based compactions may still write: `seek_compaction_budget_percent` of
+/// the user bytes written, minus what they wrote (both counters survive reopens).
+fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
+    let percent = inner.options.flsm.seek_compaction_budget_percent;
+    let user = inner.counters.user_bytes_written.load(Ordering::Relaxed);
+    let spent = inner
+        .counters
+        .seek_compaction_bytes_written
+        .load(Ordering::Relaxed);
+    let budget = u64::try_from(u128::from(user) * u128::from(percent) / 100).unwrap_or(u64::MAX);
+    st.compaction.seek_budget_bytes = budget.saturating_sub(spent);
+}
+
+/// Called by readers when a guard's seek count reached the threshold: wakes the background
+/// threads (taking the mutex first, so a thread about to wait cannot miss the notification).
+pub(super) fn seek_threshold_crossed(inner: &DbInner) {
+    drop(lock(&inner.state));
+    inner.bg_cv.notify_all();
 }
 
 fn set_error(inner: &DbInner, st: &mut DbState, e: Error) {
@@ -204,6 +225,7 @@ fn run_merge<'a>(
     // version (and any iterator on it) is gone rather than when this function returns.
     let input_numbers: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
     let output_level = spec.output_level;
+    let seek = spec.seek;
     let pointer = spec
         .inputs
         .first()
@@ -236,6 +258,13 @@ fn run_merge<'a>(
             stats.bytes_written,
         );
         Counters::add(&inner.counters.compactions, 1);
+        if seek {
+            Counters::add(&inner.counters.seek_compactions, 1);
+            Counters::add(
+                &inner.counters.seek_compaction_bytes_written,
+                stats.bytes_written,
+            );
+        }
         edit.stats = inner.counters.persisted();
         st.versions.log_and_apply(edit)
     });
@@ -274,6 +303,7 @@ pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
         if let Some(e) = &st.bg_error {
             return Err(Error::ReadOnly(Arc::new(e.clone())));
         }
+        refresh_seek_budget(inner, &mut st);
         let idle = st.imms.is_empty()
             && st.jobs_running == 0
             && matches!(
@@ -333,6 +363,7 @@ pub(super) fn compact_range(
             output_level,
             target_file_size: inner.options.target_file_size,
             guard_bits,
+            seek: false,
         };
         if output_level != level {
             let (s, l) = key_range(&version, spec.all_inputs()).unwrap_or_default();

@@ -6,9 +6,9 @@
 
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use super::SuperVersion;
+use super::{DbInner, SuperVersion};
 use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -32,6 +32,9 @@ pub struct DbIterator {
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
     error: Option<Error>,
+    /// FLSM seek compaction: the database whose background threads a hot guard wakes (weak, so
+    /// an iterator never keeps a closed database alive).
+    seek_counting: Option<Weak<DbInner>>,
     _pinned: Arc<SuperVersion>,
 }
 
@@ -60,8 +63,14 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
+            seek_counting: None,
             _pinned: pinned,
         }
+    }
+
+    /// Counts every [`DbIterator::seek`] in the seek counters of the pinned version's guards.
+    pub(crate) fn count_seeks(&mut self, inner: Weak<DbInner>) {
+        self.seek_counting = Some(inner);
     }
 
     /// True when positioned on an entry.
@@ -116,6 +125,15 @@ impl DbIterator {
         self.saved_key.clear();
         let ikey = key::make_internal_key(target, self.sequence, ValueKind::FOR_SEEK);
         self.inner.seek(&ikey);
+        if let Some(db) = &self.seek_counting
+            && let Some(db) = db.upgrade()
+            && self
+                ._pinned
+                .version
+                .record_seek(target, db.seek_threshold())
+        {
+            super::background::seek_threshold_crossed(&db);
+        }
         self.find_next_user_entry(false);
     }
 

@@ -38,7 +38,7 @@ use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::key;
 use crate::manifest::FileMeta;
 use crate::memtable::{LookupResult, MemTable};
-use crate::options::{Memory, Options, ReadOptions, WriteOptions};
+use crate::options::{Layout, Memory, Options, ReadOptions, WriteOptions};
 use crate::sync::lock;
 use crate::table::{BlockCache, TableCache, TableOptions};
 use crate::version::{Lookup, Version, VersionSet};
@@ -225,7 +225,14 @@ impl Db {
                 LookupResult::NotFound => {}
             }
         }
-        match sv.version.get(&inner.tables, key, seq)? {
+        let threshold = inner.seek_threshold();
+        let (found, crossed) = sv
+            .version
+            .get_counting(&inner.tables, key, seq, threshold)?;
+        if crossed {
+            background::seek_threshold_crossed(inner);
+        }
+        match found {
             Lookup::Found(v) => Ok(Some(v)),
             Lookup::Deleted | Lookup::NotFound => Ok(None),
         }
@@ -283,12 +290,11 @@ impl Db {
             }
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);
-        Ok(DbIterator::new(
-            Box::new(merged),
-            Arc::clone(inner.icmp.user()),
-            seq,
-            sv,
-        ))
+        let mut it = DbIterator::new(Box::new(merged), Arc::clone(inner.icmp.user()), seq, sv);
+        if inner.seek_threshold() > 0 {
+            it.count_seeks(Arc::downgrade(inner));
+        }
+        Ok(it)
     }
 
     /// `(key, value)` pairs whose keys lie in `range`, ascending, as of now.
@@ -452,6 +458,17 @@ impl Drop for Db {
 }
 
 impl DbInner {
+    /// The seek count at which a guard is due for seek-based compaction; 0 when reads are not
+    /// counted (leveled layout, or seek compaction disabled).
+    pub(super) fn seek_threshold(&self) -> u32 {
+        let flsm = &self.options.flsm;
+        if self.options.layout == Layout::Flsm && flsm.seek_compaction_budget_percent > 0 {
+            flsm.seek_compaction_threshold
+        } else {
+            0
+        }
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.shutting_down.load(Ordering::Acquire) {
             Err(Error::Closed)

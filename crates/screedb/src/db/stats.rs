@@ -63,6 +63,10 @@ counters! {
     compactions,
     /// Tables moved to another level without rewriting.
     trivial_moves,
+    /// FLSM seek-based compactions completed (also counted in `compactions`).
+    seek_compactions,
+    /// Bytes of tables written by seek-based compactions (also in `compaction_bytes_written`).
+    seek_compaction_bytes_written,
     /// Writes delayed by the slowdown stage.
     stall_slowdowns,
     /// Times writers stopped until background work caught up.
@@ -121,6 +125,12 @@ impl std::fmt::Display for Stats {
             mib(self.compaction_bytes_written),
             self.compactions,
             self.trivial_moves
+        )?;
+        writeln!(
+            f,
+            "seek compactions       {:>12.2} MiB ({} compactions)",
+            mib(self.seek_compaction_bytes_written),
+            self.seek_compactions
         )?;
         writeln!(
             f,

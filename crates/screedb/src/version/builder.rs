@@ -124,6 +124,7 @@ impl<'a> VersionBuilder<'a> {
             layout: self.base.layout,
             levels,
             runs,
+            seeks: super::seeks::SeekCounters::new(self.guards.iter().map(Vec::len)),
             guards: self.guards,
             obsolete: Arc::clone(&self.base.obsolete),
         }

@@ -18,6 +18,7 @@
 mod builder;
 pub mod guards;
 pub mod obsolete;
+pub mod seeks;
 mod set;
 
 use std::cmp::Ordering;
@@ -54,6 +55,8 @@ pub struct Version {
     runs: Vec<Vec<Vec<FileRef>>>,
     /// Per level, committed guard keys in user-key order (FLSM; empty otherwise).
     guards: Vec<Vec<Vec<u8>>>,
+    /// FLSM: per guard, reads that probed more than one overlapping fragment (seek compaction).
+    seeks: seeks::SeekCounters,
     obsolete: Arc<ObsoleteFiles>,
 }
 
@@ -123,6 +126,7 @@ impl Version {
             levels: vec![Vec::new(); num_levels],
             runs: vec![Vec::new(); num_levels],
             guards: vec![Vec::new(); num_levels],
+            seeks: seeks::SeekCounters::new(vec![0; num_levels]),
             obsolete,
         }
     }
@@ -234,6 +238,20 @@ impl Version {
         user_key: &[u8],
         snapshot: SequenceNumber,
     ) -> Result<Lookup> {
+        Ok(self.get_counting(tables, user_key, snapshot, 0)?.0)
+    }
+
+    /// [`Version::get`] that also counts, per guard, the lookups that probed more than one
+    /// fragment (see [`Version::record_seek`]). The flag is true when a guard's count reached
+    /// `threshold` with this lookup (0: never).
+    pub fn get_counting(
+        &self,
+        tables: &TableCache,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+        threshold: u32,
+    ) -> Result<(Lookup, bool)> {
+        let mut crossed = false;
         let target = key::make_internal_key(user_key, snapshot, ValueKind::FOR_SEEK);
         let ucmp = self.icmp.user();
         for (level, files) in self.levels.iter().enumerate() {
@@ -244,7 +262,7 @@ impl Version {
                         && let Some((found, _)) =
                             Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
                     {
-                        return Ok(found);
+                        return Ok((found, crossed));
                     }
                 }
                 continue;
@@ -265,15 +283,18 @@ impl Version {
             if let [f] = candidates.as_slice() {
                 if let Some((found, _)) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
                 {
-                    return Ok(found);
+                    return Ok((found, crossed));
                 }
                 continue;
             }
             candidates.sort_by_key(|f| std::cmp::Reverse(f.largest_seq));
             let mut best: Option<(Lookup, SequenceNumber)> = None;
-            for f in candidates {
+            for (probed, f) in candidates.into_iter().enumerate() {
                 if best.as_ref().is_some_and(|(_, seq)| *seq >= f.largest_seq) {
                     break;
+                }
+                if probed == 1 && threshold > 0 {
+                    crossed |= self.bump(level, user_key) == threshold;
                 }
                 if let Some((found, seq)) =
                     Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
@@ -283,10 +304,52 @@ impl Version {
                 }
             }
             if let Some((found, _)) = best {
-                return Ok(found);
+                return Ok((found, crossed));
             }
         }
-        Ok(Lookup::NotFound)
+        Ok((Lookup::NotFound, crossed))
+    }
+
+    /// Counts one read of `user_key` in guard `guard` of `level`; returns the new count.
+    fn bump(&self, level: usize, user_key: &[u8]) -> u32 {
+        let ucmp = self.icmp.user();
+        let index = guards::guard_index(ucmp.as_ref(), self.guards(level), user_key);
+        self.seeks.record(level, index)
+    }
+
+    /// Counts an iterator seek to `user_key`: at every level >= 1 where more than one fragment
+    /// overlaps the key (the seek had to position several tables of one guard), the guard's
+    /// counter goes up. True when a count reached `threshold` (0: counts nothing).
+    pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> bool {
+        if threshold == 0 || self.layout != Layout::Flsm {
+            return false;
+        }
+        let ucmp = self.icmp.user();
+        let mut crossed = false;
+        for level in 1..self.levels.len() {
+            let overlapping = self
+                .runs(level)
+                .iter()
+                .filter(|run| {
+                    let i = run.partition_point(|f| {
+                        ucmp.compare(f.largest_user_key(), user_key) == Ordering::Less
+                    });
+                    run.get(i).is_some_and(|f| {
+                        ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
+                    })
+                })
+                .take(2)
+                .count();
+            if overlapping > 1 {
+                crossed |= self.bump(level, user_key) == threshold;
+            }
+        }
+        crossed
+    }
+
+    /// The seek counters of this version's guards.
+    pub fn seek_counters(&self) -> &seeks::SeekCounters {
+        &self.seeks
     }
 
     fn probe(

@@ -1,0 +1,87 @@
+//! Seek counters of the FLSM layout: per level >= 1, one counter per guard, counting the reads
+//! (iterator seeks and gets) that had to probe more than one overlapping fragment of that guard.
+//!
+//! The counters belong to one [`super::Version`] and start at zero with every new version (a new
+//! version means some compaction ran; a guard that stays hot crosses the threshold again). Each
+//! guard has its own atomic, so readers of different guards never touch the same counter
+//! (sharded by guard); updates are relaxed `fetch_add`s.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Per level, per guard (index 0: the sentinel guard) seek counts.
+#[derive(Debug, Default)]
+pub struct SeekCounters {
+    levels: Vec<Box<[AtomicU32]>>,
+}
+
+impl SeekCounters {
+    /// Zeroed counters for levels with `guards_per_level[level]` guards each (plus the
+    /// sentinel guard; level 0 gets none).
+    pub fn new(guards_per_level: impl IntoIterator<Item = usize>) -> Self {
+        SeekCounters {
+            levels: guards_per_level
+                .into_iter()
+                .enumerate()
+                .map(|(level, n)| {
+                    let len = if level == 0 { 0 } else { n + 1 };
+                    (0..len).map(|_| AtomicU32::new(0)).collect()
+                })
+                .collect(),
+        }
+    }
+
+    /// Counts one seek in guard `index` of `level`; returns the new count (0 if there is no
+    /// such guard).
+    pub fn record(&self, level: usize, index: usize) -> u32 {
+        self.levels
+            .get(level)
+            .and_then(|l| l.get(index))
+            .map_or(0, |c| c.fetch_add(1, Ordering::Relaxed).saturating_add(1))
+    }
+
+    /// The count of guard `index` of `level`.
+    pub fn count(&self, level: usize, index: usize) -> u32 {
+        self.levels
+            .get(level)
+            .and_then(|l| l.get(index))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// `(level, guard index, count)` of every guard whose count reached `threshold`, highest
+    /// count first.
+    pub fn hot(&self, threshold: u32) -> Vec<(usize, usize, u32)> {
+        let mut hot: Vec<(usize, usize, u32)> = self
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(level, counts)| {
+                counts.iter().enumerate().filter_map(move |(i, c)| {
+                    let n = c.load(Ordering::Relaxed);
+                    (threshold > 0 && n >= threshold).then_some((level, i, n))
+                })
+            })
+            .collect();
+        hot.sort_by_key(|h| std::cmp::Reverse(h.2));
+        hot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_guard_and_lists_hot_guards() {
+        let c = SeekCounters::new([0, 2, 1]);
+        assert_eq!(c.record(0, 0), 0, "level 0 has no guards");
+        assert_eq!(c.record(1, 3), 0, "no such guard");
+        for _ in 0..3 {
+            c.record(1, 2);
+        }
+        assert_eq!(c.record(2, 0), 1);
+        assert_eq!(c.count(1, 2), 3);
+        assert_eq!(c.hot(2), vec![(1, 2, 3)]);
+        assert_eq!(c.hot(1), vec![(1, 2, 3), (2, 0, 1)]);
+        assert!(c.hot(0).is_empty(), "threshold 0 disables");
+    }
+}
