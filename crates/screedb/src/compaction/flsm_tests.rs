@@ -439,3 +439,18 @@ fn seek_compaction_stays_within_its_budget() {
         );
     }
 }
+
+#[test]
+fn levels_report_bytes_per_guard_and_seeks() {
+    let v = seek_version();
+    v.record_seek(b"i", 0);
+    v.record_seek(b"i", 5);
+    v.record_seek(b"j", 5);
+    let levels = v.describe_levels();
+    let l2 = levels.lines().find(|l| l.starts_with("L2:")).unwrap();
+    // Guard slots of level 2: sentinel 0, "f" 300, "m" 0, "t" 100 bytes.
+    assert!(
+        l2.contains("bytes per guard min/median/max 0/100/300, most seeks in one guard 2"),
+        "{l2}"
+    );
+}

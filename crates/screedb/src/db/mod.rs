@@ -334,8 +334,9 @@ impl Db {
         background::wait_for_idle(&self.inner)
     }
 
-    /// A property by name: `screedb.stats`, `screedb.levels` (FLSM: also guards per level and
-    /// fragments per guard min/median/max), `screedb.guards-at-level<N>` (one guard key per
+    /// A property by name: `screedb.stats`, `screedb.levels` (FLSM: also guards per level,
+    /// fragments and bytes per guard min/median/max, the most seeks counted in one guard),
+    /// `screedb.guards-at-level<N>` (one guard key per
     /// line, escaped), `screedb.num-files-at-level<N>`,
     /// `screedb.approximate-memory-usage`, `screedb.write-amplification`.
     pub fn property(&self, name: &str) -> Option<String> {

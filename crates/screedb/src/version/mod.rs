@@ -491,21 +491,34 @@ impl Version {
                 let ucmp = self.icmp.user();
                 let guards = self.guards(level);
                 let mut per_guard = vec![0usize; guards.len() + 1];
+                let mut bytes = vec![0u64; guards.len() + 1];
                 for f in self.files(level) {
                     let g = guards::guard_index(ucmp.as_ref(), guards, f.smallest_user_key());
-                    if let Some(n) = per_guard.get_mut(g) {
+                    if let (Some(n), Some(b)) = (per_guard.get_mut(g), bytes.get_mut(g)) {
                         *n += 1;
+                        *b += f.file_size;
                     }
                 }
                 per_guard.sort_unstable();
+                bytes.sort_unstable();
                 let at = |q: usize| per_guard.get(q).copied().unwrap_or(0);
+                let bytes_at = |q: usize| bytes.get(q).copied().unwrap_or(0);
+                let hot = (0..=guards.len())
+                    .map(|g| self.seeks.count(level, g))
+                    .max()
+                    .unwrap_or(0);
                 out.push_str(&format!(
-                    ", {} guards, {} runs, fragments per guard min/median/max {}/{}/{}",
+                    ", {} guards, {} runs, fragments per guard min/median/max {}/{}/{}, \
+                     bytes per guard min/median/max {}/{}/{}, most seeks in one guard {}",
                     guards.len(),
                     self.runs(level).len(),
                     at(0),
                     at(per_guard.len() / 2),
-                    at(per_guard.len().saturating_sub(1))
+                    at(per_guard.len().saturating_sub(1)),
+                    bytes_at(0),
+                    bytes_at(bytes.len() / 2),
+                    bytes_at(bytes.len().saturating_sub(1)),
+                    hot
                 ));
             }
             out.push('\n');
