@@ -39,6 +39,9 @@ fn options(layout: Layout, dense: bool, max_per_guard: usize) -> Options {
             top_level_bits: 3,
             bit_decrement: 1,
         };
+        // Reads trigger seek compactions (in-place guard merges at random points: a few per run).
+        o.flsm.seek_compaction_threshold = 2;
+        o.flsm.seek_compaction_budget_percent = 50;
     }
     o
 }
