@@ -310,48 +310,6 @@ impl Version {
         Ok((Lookup::NotFound, crossed))
     }
 
-    /// Counts one read of `user_key` in guard `guard` of `level`; returns the new count.
-    fn bump(&self, level: usize, user_key: &[u8]) -> u32 {
-        let ucmp = self.icmp.user();
-        let index = guards::guard_index(ucmp.as_ref(), self.guards(level), user_key);
-        self.seeks.record(level, index)
-    }
-
-    /// Counts an iterator seek to `user_key`: at every level >= 1 where more than one fragment
-    /// overlaps the key (the seek had to position several tables of one guard), the guard's
-    /// counter goes up. True when a count reached `threshold` (0: counts nothing).
-    pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> bool {
-        if threshold == 0 || self.layout != Layout::Flsm {
-            return false;
-        }
-        let ucmp = self.icmp.user();
-        let mut crossed = false;
-        for level in 1..self.levels.len() {
-            let overlapping = self
-                .runs(level)
-                .iter()
-                .filter(|run| {
-                    let i = run.partition_point(|f| {
-                        ucmp.compare(f.largest_user_key(), user_key) == Ordering::Less
-                    });
-                    run.get(i).is_some_and(|f| {
-                        ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
-                    })
-                })
-                .take(2)
-                .count();
-            if overlapping > 1 {
-                crossed |= self.bump(level, user_key) == threshold;
-            }
-        }
-        crossed
-    }
-
-    /// The seek counters of this version's guards.
-    pub fn seek_counters(&self) -> &seeks::SeekCounters {
-        &self.seeks
-    }
-
     fn probe(
         tables: &TableCache,
         file: &FileMeta,

@@ -6,7 +6,11 @@
 //! guard has its own atomic, so readers of different guards never touch the same counter
 //! (sharded by guard); updates are relaxed `fetch_add`s.
 
+use std::cmp::Ordering as KeyOrder;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::{Version, guards};
+use crate::options::Layout;
 
 /// Per level, per guard (index 0: the sentinel guard) seek counts.
 #[derive(Debug, Default)]
@@ -63,6 +67,50 @@ impl SeekCounters {
             .collect();
         hot.sort_by_key(|h| std::cmp::Reverse(h.2));
         hot
+    }
+}
+
+impl Version {
+    /// Counts one read of `user_key` in its guard of `level`; returns the new count.
+    pub(super) fn bump(&self, level: usize, user_key: &[u8]) -> u32 {
+        let ucmp = self.icmp.user();
+        let index = guards::guard_index(ucmp.as_ref(), self.guards(level), user_key);
+        self.seeks.record(level, index)
+    }
+
+    /// Counts an iterator seek to `user_key`: at every level >= 1 where more than one fragment
+    /// overlaps the key (the seek had to position several tables of one guard), the guard's
+    /// counter goes up. True when a count reached `threshold` (0: counts nothing).
+    pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> bool {
+        if threshold == 0 || self.layout != Layout::Flsm {
+            return false;
+        }
+        let ucmp = self.icmp.user();
+        let mut crossed = false;
+        for level in 1..self.levels.len() {
+            let overlapping = self
+                .runs(level)
+                .iter()
+                .filter(|run| {
+                    let i = run.partition_point(|f| {
+                        ucmp.compare(f.largest_user_key(), user_key) == KeyOrder::Less
+                    });
+                    run.get(i).is_some_and(|f| {
+                        ucmp.compare(user_key, f.smallest_user_key()) != KeyOrder::Less
+                    })
+                })
+                .take(2)
+                .count();
+            if overlapping > 1 {
+                crossed |= self.bump(level, user_key) == threshold;
+            }
+        }
+        crossed
+    }
+
+    /// The seek counters of this version's guards.
+    pub fn seek_counters(&self) -> &SeekCounters {
+        &self.seeks
     }
 }
 
