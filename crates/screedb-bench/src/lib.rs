@@ -109,6 +109,10 @@ pub struct BenchArgs {
     /// Layout of levels >= 1: flsm or leveled. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
     pub layout: Option<screedb::Layout>,
+    /// ScreeDB's memory component: skiplist or flodb (see docs/memory.md). Default: the
+    /// engine's (skiplist). Other engines ignore it.
+    #[arg(long, value_parser = parse_memory)]
+    pub memory: Option<screedb::Memory>,
     /// Use the database in `--db` as it is; fill workloads are skipped.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "false", default_missing_value = "true")]
@@ -134,6 +138,10 @@ pub struct BenchArgs {
 struct Flags {
     #[command(flatten)]
     args: BenchArgs,
+}
+
+fn parse_memory(s: &str) -> std::result::Result<screedb::Memory, String> {
+    s.parse().map_err(|e: Error| e.to_string())
 }
 
 fn parse_layout(s: &str) -> std::result::Result<screedb::Layout, String> {
@@ -308,6 +316,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         bloom_bits: args.bloom_bits,
         compression: args.compression,
         layout: args.layout,
+        memory: args.memory,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

@@ -371,6 +371,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::Lz4,
             layout: None,
+            memory: None,
         };
         let engine = EngineKind::ScreeDb.open(dir.path(), &config).unwrap();
         let shape = Shape {

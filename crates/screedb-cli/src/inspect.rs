@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use screedb::check::check_database;
-use screedb::{Db, Options};
+use screedb::{Db, Memory, Options};
 
 use crate::CliResult;
 
@@ -74,8 +74,11 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> CliResult {
 }
 
 /// `screedb stats`: opens the database and prints its counters and levels.
-pub fn stats(dir: &Path, out: &mut dyn Write) -> CliResult {
+pub fn stats(dir: &Path, memory: Option<Memory>, out: &mut dyn Write) -> CliResult {
     let mut options = Options::default();
+    if let Some(memory) = memory {
+        options.memory = memory;
+    }
     options.layout = screedb::check::stored_layout(dir, &options)?;
     let db = Db::open(dir, options)?;
     let s = db.stats();
@@ -83,6 +86,7 @@ pub fn stats(dir: &Path, out: &mut dyn Write) -> CliResult {
     let memory = db
         .property("screedb.approximate-memory-usage")
         .unwrap_or_default();
+    let component = db.property("screedb.memory").unwrap_or_default();
     db.close()?;
     let rows: [(&str, u64); 13] = [
         ("user bytes written", s.user_bytes_written),
@@ -115,6 +119,7 @@ pub fn stats(dir: &Path, out: &mut dyn Write) -> CliResult {
         "block cache", s.block_cache_hits, s.block_cache_misses
     )?;
     writeln!(out, "  {:<26} {memory} bytes", "memtable memory")?;
+    writeln!(out, "  {:<26} {component}", "memory component")?;
     writeln!(out, "levels:")?;
     for line in levels.lines() {
         writeln!(out, "  {line}")?;

@@ -24,6 +24,10 @@ pub struct DbArg {
     /// always opened with the layout it was created with.
     #[arg(long, value_parser = |s: &str| screedb::Layout::from_name(s).map_err(|e| e.to_string()))]
     layout: Option<screedb::Layout>,
+    /// Memory component to open the database with: skiplist (default) or flodb (see
+    /// docs/memory.md). Not stored in the database: each open chooses.
+    #[arg(long, value_parser = crate::parse_memory)]
+    memory: Option<screedb::Memory>,
 }
 
 impl DbArg {
@@ -39,6 +43,9 @@ impl DbArg {
 
     fn open(&self, create: bool) -> Result<Db, CliError> {
         let mut options = Options::default().create_if_missing(create);
+        if let Some(memory) = self.memory {
+            options.memory = memory;
+        }
         match screedb::check::stored_layout(&self.db, &options) {
             Ok(stored) => options.layout = stored,
             Err(screedb::Error::NotFound(_)) => {

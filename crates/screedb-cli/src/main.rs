@@ -73,6 +73,9 @@ enum Command {
         /// Database directory.
         #[arg(long)]
         db: PathBuf,
+        /// Memory component to open it with: skiplist (default) or flodb.
+        #[arg(long, value_parser = parse_memory)]
+        memory: Option<screedb::Memory>,
     },
     /// Run db_bench-style benchmarks (default: the README's main job, about a minute), or
     /// `bench compare` to run them on several engines.
@@ -131,6 +134,11 @@ impl From<io::Error> for CliError {
 
 type CliResult = Result<(), CliError>;
 
+/// Parses `--memory`.
+fn parse_memory(s: &str) -> Result<screedb::Memory, String> {
+    s.parse().map_err(|e: screedb::Error| e.to_string())
+}
+
 fn run(command: Command, out: &mut dyn Write) -> CliResult {
     match command {
         Command::Put {
@@ -146,7 +154,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::DumpTable(args) => dump::table(&args, out),
         Command::DumpManifest(args) => dump::manifest(&args, out),
         Command::Check { db } => inspect::check(&db, out),
-        Command::Stats { db } => inspect::stats(&db, out),
+        Command::Stats { db, memory } => inspect::stats(&db, memory, out),
         Command::Bench(bench) => bench_command(*bench, out),
     }
 }

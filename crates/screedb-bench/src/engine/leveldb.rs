@@ -398,6 +398,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::None,
             layout: None,
+            memory: None,
         };
         let e = LevelDbEngine::open(Api::load(&lib).unwrap(), "leveldb-c", dir.path(), &config)
             .unwrap();
@@ -427,6 +428,7 @@ mod tests {
         let lz4 = EngineConfig {
             compression: Compression::Lz4,
             layout: None,
+            memory: None,
             ..config
         };
         let other = tempfile::tempdir().unwrap();

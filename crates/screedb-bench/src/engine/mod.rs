@@ -52,6 +52,8 @@ pub struct EngineConfig {
     pub compression: Compression,
     /// Layout of levels >= 1 (`None`: the engine's default).
     pub layout: Option<::screedb::Layout>,
+    /// ScreeDB's memory component (`None`: the engine's default); the peers ignore it.
+    pub memory: Option<::screedb::Memory>,
 }
 
 /// A key-value engine driven by the workloads. Methods take `&self`: engines are shared.
@@ -223,6 +225,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::Lz4,
             layout: None,
+            memory: None,
         };
         EngineKind::ScreeDb.open(dir, &config).unwrap()
     }
@@ -257,6 +260,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::None,
             layout: None,
+            memory: None,
         };
         let missing = EngineKind::LevelDbC(dir.path().join("nope.so"));
         let err = missing.open(dir.path(), &config).err().unwrap().to_string();
@@ -298,6 +302,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::None,
             layout: None,
+            memory: None,
         };
         let e = EngineKind::Fjall.open(dir.path(), &config).unwrap();
         conformance(&*e);
@@ -315,6 +320,7 @@ mod tests {
             bloom_bits: 10,
             compression: Compression::None,
             layout: None,
+            memory: None,
         };
         let e = EngineKind::RocksDb.open(dir.path(), &config).unwrap();
         conformance(&*e);

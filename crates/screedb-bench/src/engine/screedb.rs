@@ -24,6 +24,9 @@ impl ScreeDbEngine {
         if let Some(layout) = config.layout {
             options.layout = layout;
         }
+        if let Some(memory) = config.memory {
+            options.memory = memory;
+        }
         options.compression = match config.compression {
             Compression::None => CompressionType::None,
             Compression::Lz4 => CompressionType::Lz4,
@@ -141,6 +144,8 @@ impl Engine for ScreeDbEngine {
             s.block_cache_misses,
             s.write_amplification()
         );
+        let memory = self.db.property("screedb.memory").unwrap_or_default();
+        out.push_str(&format!("memory component {memory}\n"));
         out.push_str(&self.db.property("screedb.levels").unwrap_or_default());
         out
     }

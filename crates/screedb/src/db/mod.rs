@@ -338,7 +338,8 @@ impl Db {
     /// fragments and bytes per guard min/median/max, the most seeks counted in one guard),
     /// `screedb.guards-at-level<N>` (one guard key per
     /// line, escaped), `screedb.num-files-at-level<N>`,
-    /// `screedb.approximate-memory-usage`, `screedb.write-amplification`.
+    /// `screedb.approximate-memory-usage`, `screedb.write-amplification`, `screedb.memory`
+    /// (the memory component: `skiplist`, or `flodb` and the entries waiting in the membuffers).
     pub fn property(&self, name: &str) -> Option<String> {
         let inner = &self.inner;
         let sv = inner.super_version.load_full();
@@ -370,6 +371,16 @@ impl Db {
                 Some(format!("{:.3}", self.stats().write_amplification()))
             }
             "screedb.stats" => Some(self.stats().to_string()),
+            "screedb.memory" => Some(match inner.options.memory {
+                Memory::Skiplist => "skiplist".to_string(),
+                Memory::Flodb => {
+                    let buffered: usize = std::iter::once(&sv.mem)
+                        .chain(&sv.imms)
+                        .map(|m| m.buffered_len())
+                        .sum();
+                    format!("flodb, {buffered} entries in membuffers")
+                }
+            }),
             _ => None,
         }
     }

@@ -11,13 +11,29 @@
 //! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
 //! waits at most for one bucket operation, never for a drain's skiplist insert.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::PoisonError;
+
+// The model check (`--features model-check`, `model_check.rs`) runs the membuffer over
+// shuttle's primitives, whose scheduler then explores the interleavings.
+#[cfg(feature = "model-check")]
+use shuttle::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicUsize, Ordering},
+};
+#[cfg(not(feature = "model-check"))]
+use std::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicUsize, Ordering},
+};
 
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::key::{SequenceNumber, ValueKind};
-use crate::sync::lock;
+
+/// Locks a bucket, ignoring poisoning (as `crate::sync::lock`, for either mutex type).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Bytes assumed per entry when turning a byte budget into a number of buckets.
 const ASSUMED_ENTRY_BYTES: usize = 128;
@@ -35,6 +51,12 @@ pub(crate) struct BufferedEntry {
 }
 
 impl BufferedEntry {
+    /// A value entry, for tests outside this module.
+    #[cfg(all(test, feature = "model-check"))]
+    pub(crate) fn for_test(key: &[u8], seq: SequenceNumber, value: &[u8]) -> Self {
+        Self::new(key, seq, ValueKind::Value, value)
+    }
+
     fn new(key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
         let mut data = Vec::with_capacity(key.len() + value.len());
         data.extend_from_slice(key);

@@ -8,6 +8,8 @@
 
 mod arena;
 mod membuffer;
+#[cfg(all(test, feature = "model-check"))]
+mod model_check;
 mod skiplist;
 
 use std::fmt;

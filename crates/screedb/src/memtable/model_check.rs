@@ -1,0 +1,206 @@
+#![allow(clippy::unwrap_used, reason = "test code")]
+//! Model check of the membuffer protocol with shuttle (`--features model-check`; see
+//! `docs/memory.md`, "Model check").
+//!
+//! A 2-neighbourhood membuffer of 2 entries per bucket, two writers serialized by a leader
+//! mutex that hands out sequence numbers (as the write leader does), a drainer, a reader of the
+//! latest state and a snapshot reader, on three keys of which two share a neighbourhood and one
+//! is hot. The skiplist is modelled by a mutex-guarded ordered map receiving what a drain hands
+//! over (duplicates skipped, as `SkipList::insert_sorted` does); its own concurrency (one
+//! inserting thread under its writer mutex, lock-free readers) is not modelled here. Shuttle's
+//! random scheduler runs many interleavings; each run checks that:
+//!
+//! - a snapshot read gives the value written last at or below the snapshot, every time (no
+//!   version a snapshot needs is overwritten in place or lost by a drain);
+//! - reads of the latest state never go backwards, per key;
+//! - at the end every key's newest version is readable, no version appears that was never
+//!   written, and the entry and byte counts return to zero (nothing counted twice).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use shuttle::sync::Mutex;
+use shuttle::thread;
+
+use super::membuffer::{BufferedEntry, Membuffer, PutOutcome};
+use crate::key::{SequenceNumber, ValueKind};
+
+/// Keys: "a" (hot) and "b" in neighbourhood 0, "\x90" in neighbourhood 1.
+const KEYS: [&[u8]; 3] = [b"a", b"b", b"\x90"];
+
+/// The modelled skiplist: (key, seq) -> value.
+#[derive(Default)]
+struct List {
+    map: BTreeMap<(Vec<u8>, SequenceNumber), Vec<u8>>,
+}
+
+impl List {
+    fn insert(&mut self, e: &BufferedEntry) {
+        self.map
+            .entry((e.key().to_vec(), e.seq))
+            .or_insert_with(|| e.value().to_vec());
+    }
+
+    /// The newest version of `key` at or below `upto`.
+    fn get(&self, key: &[u8], upto: SequenceNumber) -> Option<(SequenceNumber, Vec<u8>)> {
+        self.map
+            .range((key.to_vec(), 0)..=(key.to_vec(), upto))
+            .next_back()
+            .map(|((_, s), v)| (*s, v.clone()))
+    }
+}
+
+/// The leader's state: next sequence number, live snapshots, every write made.
+#[derive(Default)]
+struct Leader {
+    last: SequenceNumber,
+    snapshots: Vec<SequenceNumber>,
+    written: Vec<(Vec<u8>, SequenceNumber, Vec<u8>)>,
+}
+
+struct World {
+    buffer: Membuffer,
+    list: Mutex<List>,
+    leader: Mutex<Leader>,
+}
+
+impl World {
+    /// One write, as the leader does it: next sequence, membuffer put (in place only if no
+    /// snapshot can read the old version), else the skiplist.
+    fn write(&self, key: &[u8], value: &[u8]) {
+        let mut leader = self.leader.lock().unwrap();
+        leader.last += 1;
+        let seq = leader.last;
+        let newest = leader.snapshots.iter().max().copied();
+        let may_drop = |old: SequenceNumber| newest.is_none_or(|s| old > s);
+        let keep = |old: &BufferedEntry| self.list.lock().unwrap().insert(old);
+        let out = self
+            .buffer
+            .put(key, seq, ValueKind::Value, value, may_drop, keep);
+        if let PutOutcome::Full = out {
+            let e = BufferedEntry::for_test(key, seq, value);
+            self.list.lock().unwrap().insert(&e);
+        }
+        leader.written.push((key.to_vec(), seq, value.to_vec()));
+    }
+
+    /// `MemTable::get_latest`: the membuffer's version, else the skiplist's newest.
+    fn get_latest(&self, key: &[u8]) -> Option<SequenceNumber> {
+        if let Some(e) = self.buffer.get(key) {
+            return Some(e.seq);
+        }
+        self.list.lock().unwrap().get(key, u64::MAX).map(|(s, _)| s)
+    }
+
+    /// `MemTable::get` at a snapshot: the buffered version if visible, else the skiplist.
+    fn get_at(&self, key: &[u8], snapshot: SequenceNumber) -> Option<Vec<u8>> {
+        if let Some(e) = self.buffer.get(key).filter(|e| e.seq <= snapshot) {
+            return Some(e.value().to_vec());
+        }
+        self.list.lock().unwrap().get(key, snapshot).map(|(_, v)| v)
+    }
+
+    fn drain(&self, hood: usize) {
+        self.buffer.drain_hood(hood, u64::MAX, |entries| {
+            let mut list = self.list.lock().unwrap();
+            for e in entries.iter() {
+                list.insert(e);
+            }
+        });
+    }
+}
+
+fn scenario() {
+    // 2 buckets of 2 entries, one per neighbourhood: "a" and "b" fill bucket 0.
+    let buffer = Membuffer::new(2 * 2 * 128, 2);
+    assert_eq!(buffer.hoods(), 2);
+    let world = Arc::new(World {
+        buffer,
+        list: Mutex::new(List::default()),
+        leader: Mutex::new(Leader::default()),
+    });
+    let mut threads = Vec::new();
+    for w in 0..2u8 {
+        let world = Arc::clone(&world);
+        threads.push(thread::spawn(move || {
+            for i in 0..3u8 {
+                let key = if i == 1 {
+                    KEYS[1 + w as usize]
+                } else {
+                    KEYS[0]
+                };
+                world.write(key, &[w, i]);
+            }
+        }));
+    }
+    let drainer = Arc::clone(&world);
+    threads.push(thread::spawn(move || {
+        for round in 0..3 {
+            drainer.drain(round % 2);
+        }
+    }));
+    let reader = Arc::clone(&world);
+    threads.push(thread::spawn(move || {
+        let mut seen = [0; 3];
+        for _ in 0..3 {
+            for (k, key) in KEYS.iter().enumerate() {
+                let now = reader.get_latest(key).unwrap_or(0);
+                assert!(
+                    now >= seen[k],
+                    "latest read went back from {} to {now}",
+                    seen[k]
+                );
+                seen[k] = now;
+            }
+        }
+    }));
+    let snap = Arc::clone(&world);
+    threads.push(thread::spawn(move || {
+        let (s, expected) = {
+            let mut leader = snap.leader.lock().unwrap();
+            let s = leader.last;
+            leader.snapshots.push(s);
+            let expected = leader
+                .written
+                .iter()
+                .filter(|(k, seq, _)| k == KEYS[0] && *seq <= s)
+                .map(|(_, _, v)| v.clone())
+                .next_back();
+            (s, expected)
+        };
+        for _ in 0..2 {
+            assert_eq!(snap.get_at(KEYS[0], s), expected, "snapshot {s} read");
+            thread::yield_now();
+        }
+        snap.leader.lock().unwrap().snapshots.clear();
+    }));
+    for t in threads {
+        t.join().unwrap();
+    }
+    world.drain(0);
+    world.drain(1);
+    assert_eq!((world.buffer.len(), world.buffer.bytes()), (0, 0));
+    let leader = world.leader.lock().unwrap();
+    let list = world.list.lock().unwrap();
+    for ((key, seq), value) in &list.map {
+        let written = (key.clone(), *seq, value.clone());
+        assert!(
+            leader.written.contains(&written),
+            "never written: {written:?}"
+        );
+    }
+    for key in KEYS {
+        let newest = leader.written.iter().rfind(|(k, _, _)| k == key);
+        let found = list.get(key, u64::MAX);
+        assert_eq!(
+            newest.map(|(_, s, v)| (*s, v.clone())),
+            found,
+            "newest version of {key:?}"
+        );
+    }
+}
+
+#[test]
+fn model_check_membuffer_writers_drainer_readers() {
+    shuttle::check_random(scenario, 20_000);
+}
