@@ -22,7 +22,9 @@
 
 use std::sync::Arc;
 
-use super::{Choice, CompactionStrategy, MergeSpec, State, key_range, range_is_busy};
+use super::{
+    Choice, CompactionStrategy, MergeSpec, State, key_range, levels_over_target, range_is_busy,
+};
 use crate::manifest::VersionEdit;
 use crate::options::{GuardBits, Options};
 use crate::version::{FileRef, Version, VersionBuilder, guards};
@@ -241,19 +243,7 @@ impl Flsm {
     /// Levels to compact, most urgent first: those over target (leveled scores), then those
     /// due for aggressive compaction ([`aggressive_levels`]).
     fn scores(version: &Version, options: &Options) -> Vec<(f64, usize)> {
-        let last = version.num_levels() - 1;
-        let mut scores: Vec<(f64, usize)> = (0..last)
-            .map(|level| {
-                let score = if level == 0 {
-                    version.files(0).len() as f64 / options.l0_compaction_trigger as f64
-                } else {
-                    version.level_bytes(level) as f64 / options.level_target_bytes(level) as f64
-                };
-                (score, level)
-            })
-            .filter(|(s, _)| *s >= 1.0)
-            .collect();
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut scores = levels_over_target(version, options);
         for level in aggressive_levels(version, options) {
             if !scores.iter().any(|(_, l)| *l == level) {
                 scores.push((0.0, level));
@@ -392,17 +382,14 @@ impl CompactionStrategy for Flsm {
     }
 
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
-        for (_, level) in Self::scores(version, options) {
-            let choice = if level == 0 {
-                Self::level0(version, options, state)
-            } else {
-                Self::level_n(version, options, state, level)
-            };
-            if let Some(choice) = choice {
-                return choice;
-            }
-        }
-        seek_compaction(version, options, state).unwrap_or(Choice::DoNothing)
+        Self::scores(version, options)
+            .into_iter()
+            .find_map(|(_, level)| match level {
+                0 => Self::level0(version, options, state),
+                _ => Self::level_n(version, options, state, level),
+            })
+            .or_else(|| seek_compaction(version, options, state))
+            .unwrap_or(Choice::DoNothing)
     }
 }
 

@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
-use super::{Choice, CompactionStrategy, MergeSpec, State, key_range, range_is_busy};
+use super::{
+    Choice, CompactionStrategy, MergeSpec, State, key_range, levels_over_target, range_is_busy,
+};
 use crate::options::Options;
 use crate::version::{FileRef, Version};
 
@@ -17,23 +19,6 @@ use crate::version::{FileRef, Version};
 pub struct Leveled;
 
 impl Leveled {
-    fn scores(version: &Version, options: &Options) -> Vec<(f64, usize)> {
-        let last = version.num_levels() - 1;
-        let mut scores: Vec<(f64, usize)> = (0..last)
-            .map(|level| {
-                let score = if level == 0 {
-                    version.files(0).len() as f64 / options.l0_compaction_trigger as f64
-                } else {
-                    version.level_bytes(level) as f64 / options.level_target_bytes(level) as f64
-                };
-                (score, level)
-            })
-            .filter(|(s, _)| *s >= 1.0)
-            .collect();
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scores
-    }
-
     fn level0(version: &Version, options: &Options, state: &State) -> Option<Choice> {
         let inputs: Vec<FileRef> = version.files(0).to_vec();
         if inputs.is_empty() || inputs.iter().any(|f| state.busy_files.contains(&f.number)) {
@@ -115,17 +100,13 @@ impl CompactionStrategy for Leveled {
     }
 
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
-        for (_, level) in Self::scores(version, options) {
-            let choice = if level == 0 {
-                Self::level0(version, options, state)
-            } else {
-                Self::level_n(version, options, state, level)
-            };
-            if let Some(choice) = choice {
-                return choice;
-            }
-        }
-        Choice::DoNothing
+        levels_over_target(version, options)
+            .into_iter()
+            .find_map(|(_, level)| match level {
+                0 => Self::level0(version, options, state),
+                _ => Self::level_n(version, options, state, level),
+            })
+            .unwrap_or(Choice::DoNothing)
     }
 }
 

@@ -76,6 +76,26 @@ pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice;
 }
 
+/// Levels whose score is >= 1, highest score first, as `(score, level)`: level 0 scores
+/// `files / l0_compaction_trigger`, level `n >= 1` scores `bytes / level_target_bytes(n)`. The last
+/// level has no level below it and is never scored.
+pub fn levels_over_target(version: &Version, options: &Options) -> Vec<(f64, usize)> {
+    let last = version.num_levels() - 1;
+    let mut scores: Vec<(f64, usize)> = (0..last)
+        .map(|level| {
+            let score = if level == 0 {
+                version.files(0).len() as f64 / options.l0_compaction_trigger as f64
+            } else {
+                version.level_bytes(level) as f64 / options.level_target_bytes(level) as f64
+            };
+            (score, level)
+        })
+        .filter(|(s, _)| *s >= 1.0)
+        .collect();
+    scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scores
+}
+
 /// The user-key range `[smallest, largest]` covered by `files`.
 pub fn key_range<'a>(
     version: &Version,
