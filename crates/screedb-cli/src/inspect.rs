@@ -120,6 +120,11 @@ pub fn stats(dir: &Path, memory: Option<Memory>, out: &mut dyn Write) -> CliResu
     )?;
     writeln!(out, "  {:<26} {memory} bytes", "memtable memory")?;
     writeln!(out, "  {:<26} {component}", "memory component")?;
+    for (level, bytes) in s.compaction_bytes_written_per_level.iter().enumerate() {
+        if *bytes > 0 {
+            writeln!(out, "  {:<26} {bytes}", format!("compacted into L{level}"))?;
+        }
+    }
     writeln!(out, "levels:")?;
     for line in levels.lines() {
         writeln!(out, "  {line}")?;

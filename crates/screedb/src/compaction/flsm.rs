@@ -23,11 +23,11 @@
 use std::sync::Arc;
 
 use super::{
-    Choice, CompactionStrategy, MergeSpec, State, key_range, levels_over_target, range_is_busy,
+    Choice, CompactionStrategy, MergeSpec, State, guard_upkeep, key_range, levels_over_target,
+    range_is_busy,
 };
-use crate::manifest::VersionEdit;
 use crate::options::{GuardBits, Options};
-use crate::version::{FileRef, Version, VersionBuilder, guards};
+use crate::version::{FileRef, Version, guards};
 
 /// The FLSM strategy.
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,71 +45,14 @@ pub fn guard_bits(options: &Options, level: usize, inputs: &[FileRef]) -> u32 {
                 .saturating_sub(down.saturating_mul(bit_decrement))
                 .max(1)
         }
-        GuardBits::Adaptive { target_guard_bytes } => {
-            let target = if target_guard_bytes == 0 {
-                options
-                    .target_file_size
-                    .saturating_mul(options.flsm.max_sstables_per_guard as u64)
-            } else {
-                target_guard_bytes
-            };
+        GuardBits::Adaptive { .. } => {
+            let target = guard_upkeep::target_guard_bytes(options);
             let bytes: u64 = inputs.iter().map(|f| f.file_size).sum();
             let entries: u64 = inputs.iter().map(|f| f.num_entries).sum();
             let entry = (bytes / entries.max(1)).max(1);
             (target / entry).max(1).ilog2().clamp(2, 63)
         }
     }
-}
-
-/// Removes from `edit` every new guard that cannot be committed on top of `current` any more:
-/// a table of the resulting version would span it, or a running job (`state`) is writing
-/// across it at that level. A guard is kept or dropped at all its levels together. Dropping is
-/// always safe: outputs cut at an uncommitted key still lie inside one committed guard.
-pub fn drop_unsafe_guards(current: &Version, state: &State, edit: &mut VersionEdit) {
-    let ucmp = Arc::clone(current.icmp().user());
-    let files_only = VersionEdit {
-        deleted_files: edit.deleted_files.clone(),
-        new_files: edit.new_files.clone(),
-        removed_guards: edit.removed_guards.clone(),
-        ..VersionEdit::default()
-    };
-    let mut builder = VersionBuilder::new(current);
-    if builder.apply(&files_only).is_err() {
-        edit.added_guards.clear();
-        return;
-    }
-    let after = builder.build();
-    let mut keys: Vec<(usize, Vec<u8>)> = Vec::new();
-    for (level, key) in &edit.added_guards {
-        match keys.iter_mut().find(|(_, k)| k == key) {
-            Some((l, _)) => *l = (*l).min(*level as usize),
-            None => keys.push((*level as usize, key.clone())),
-        }
-    }
-    let mut added = Vec::new();
-    for (first, key) in keys {
-        let levels: Vec<usize> = (first..after.num_levels())
-            .filter(|&l| {
-                after
-                    .guards(l)
-                    .binary_search_by(|g| ucmp.compare(g, &key))
-                    .is_err()
-            })
-            .collect();
-        let safe = levels.iter().all(|&l| {
-            after
-                .files(l)
-                .iter()
-                .all(|f| !guards::spans(ucmp.as_ref(), f, &key))
-                && !state.busy_ranges.iter().any(|(bl, s, e)| {
-                    *bl == l && ucmp.compare(s, &key).is_lt() && ucmp.compare(&key, e).is_le()
-                })
-        });
-        if safe {
-            added.extend(levels.into_iter().map(|l| (l as u32, key.clone())));
-        }
-    }
-    edit.added_guards = added;
 }
 
 /// Levels `n` (1 <= n < last) whose bytes are within `aggressive_compaction_percent` of level

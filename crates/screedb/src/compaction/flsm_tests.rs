@@ -1,56 +1,9 @@
 //! Unit tests of the FLSM strategy on hand-built versions (no files).
-use std::path::PathBuf;
-
 use super::*;
-use crate::comparator::{InternalKeyComparator, default_comparator};
-use crate::fs::MemFs;
-use crate::key::{ValueKind, make_internal_key};
-use crate::manifest::FileMeta;
-use crate::options::{FlsmOptions, Layout};
-use crate::table::{TableCache, TableOptions};
-use crate::version::obsolete::ObsoleteFiles;
-
-fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
-    FileMeta {
-        number,
-        file_size: size,
-        smallest: make_internal_key(smallest.as_bytes(), number, ValueKind::Value),
-        largest: make_internal_key(largest.as_bytes(), number, ValueKind::Value),
-        smallest_seq: number,
-        largest_seq: number,
-        num_entries: 10,
-        num_deletions: 0,
-    }
-}
-
-/// An FLSM version with 4 levels, `guards` as `(level, key)` and `files` as `(level, meta)`.
-fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
-    let icmp = InternalKeyComparator::new(default_comparator());
-    let fs = Arc::new(MemFs::new());
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        PathBuf::from("/db"),
-        TableOptions::default(),
-        icmp.clone(),
-        16,
-        None,
-    ));
-    let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
-    let base = Version::empty(icmp, Layout::Flsm, 4, obsolete);
-    let mut b = VersionBuilder::new(&base);
-    b.apply(&VersionEdit {
-        new_files: files,
-        added_guards: guards
-            .iter()
-            .map(|(l, k)| (*l, k.as_bytes().to_vec()))
-            .collect(),
-        ..VersionEdit::default()
-    })
-    .unwrap();
-    let v = b.build();
-    v.check_invariants().unwrap();
-    v
-}
+use crate::compaction::test_support::{GUARDS, empty_version, file, version};
+use crate::manifest::VersionEdit;
+use crate::options::FlsmOptions;
+use crate::version::VersionBuilder;
 
 fn options(max_per_guard: usize) -> Options {
     Options {
@@ -67,17 +20,6 @@ fn options(max_per_guard: usize) -> Options {
 fn numbers(files: &[FileRef]) -> Vec<u64> {
     files.iter().map(|f| f.number).collect()
 }
-
-/// Guards "m" at levels 1-3, "f" and "t" at levels 2-3 (skip-list property).
-const GUARDS: &[(u32, &str)] = &[
-    (1, "m"),
-    (2, "f"),
-    (2, "m"),
-    (2, "t"),
-    (3, "f"),
-    (3, "m"),
-    (3, "t"),
-];
 
 #[test]
 fn level0_appends_fragments_without_rewriting_level1() {
@@ -211,18 +153,7 @@ fn second_to_last_level_rewrites_in_place_when_the_last_level_is_huge() {
 
 #[test]
 fn invariants_reject_spanning_tables_and_broken_skip_lists() {
-    let icmp = InternalKeyComparator::new(default_comparator());
-    let fs = Arc::new(MemFs::new());
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        PathBuf::from("/db"),
-        TableOptions::default(),
-        icmp.clone(),
-        16,
-        None,
-    ));
-    let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
-    let base = Version::empty(icmp, Layout::Flsm, 4, obsolete);
+    let base = empty_version(crate::options::Layout::Flsm);
     let build = |edit: VersionEdit| {
         let mut b = VersionBuilder::new(&base);
         b.apply(&edit).unwrap();
@@ -248,34 +179,6 @@ fn invariants_reject_spanning_tables_and_broken_skip_lists() {
         ..VersionEdit::default()
     };
     assert!(build(at_level0).unwrap_err().contains("level 0"));
-}
-
-#[test]
-fn unsafe_new_guards_are_dropped_at_every_level() {
-    let v = version(GUARDS, vec![(3, file(3, "g", "k", 10))]);
-    let mut edit = VersionEdit {
-        added_guards: vec![
-            (1, b"h".to_vec()),
-            (2, b"h".to_vec()),
-            (3, b"h".to_vec()),
-            (2, b"u".to_vec()),
-            (3, b"u".to_vec()),
-        ],
-        ..VersionEdit::default()
-    };
-    drop_unsafe_guards(&v, &State::default(), &mut edit);
-    // "h" is spanned by table 3 at level 3; "u" is free.
-    assert_eq!(
-        edit.added_guards,
-        vec![(2, b"u".to_vec()), (3, b"u".to_vec())]
-    );
-    let mut state = State::default();
-    state.busy_ranges.push((3, b"s".to_vec(), b"v".to_vec()));
-    drop_unsafe_guards(&v, &state, &mut edit);
-    assert!(
-        edit.added_guards.is_empty(),
-        "a running job writes across u"
-    );
 }
 
 #[test]
@@ -453,4 +356,39 @@ fn levels_report_bytes_per_guard_and_seeks() {
         l2.contains("bytes per guard min/median/max 0/100/300, most seeks in one guard 2"),
         "{l2}"
     );
+}
+
+#[test]
+fn seek_counts_survive_versions_that_leave_their_guard_alone() {
+    let v = seek_version();
+    for _ in 0..3 {
+        v.record_seek(b"i", 100);
+    }
+    assert_eq!(v.seek_counters().count(2, 1), 3);
+    // A flush and a compaction elsewhere (level 0, guard "t" of level 2): guard "f" keeps its
+    // count, the changed guard "t" starts again.
+    let mut b = VersionBuilder::new(&v);
+    b.apply(&VersionEdit {
+        new_files: vec![(0, file(9, "a", "z", 10)), (2, file(10, "u", "v", 10))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let next = b.build();
+    assert_eq!(next.seek_counters().count(2, 1), 3, "guard f unchanged");
+    // A new fragment in guard "f" resets it; so does a new guard key splitting it.
+    for edit in [
+        VersionEdit {
+            new_files: vec![(2, file(11, "i", "j", 10))],
+            ..VersionEdit::default()
+        },
+        VersionEdit {
+            added_guards: vec![(2, b"g".to_vec()), (3, b"g".to_vec())],
+            ..VersionEdit::default()
+        },
+    ] {
+        let mut b = VersionBuilder::new(&next);
+        b.apply(&edit).unwrap();
+        let after = b.build();
+        assert_eq!(after.seek_counters().count(2, 1), 0, "{edit:?}");
+    }
 }

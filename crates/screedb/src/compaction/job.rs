@@ -319,9 +319,6 @@ pub fn merge(
             }
         }
     }
-    if flsm && out + 1 == version.num_levels() {
-        drop_emptied_guards(version, spec, &outputs, &inputs, &mut edit);
-    }
     for f in outputs {
         edit.new_files.push((out as u32, f));
     }
@@ -338,52 +335,6 @@ pub fn guard_fits(version: &Version, level: usize, key: &[u8], inputs: &HashSet<
             .iter()
             .all(|f| inputs.contains(&f.number) || !guards::spans(ucmp.as_ref(), f, key))
     })
-}
-
-/// Last level: a guard whose fragments were all inputs and that received no output holds no data
-/// any more (its keys were deleted); it is removed from every level (ranges only merge, so every
-/// table still lies inside one guard, and the skip-list property holds).
-fn drop_emptied_guards(
-    version: &Version,
-    spec: &MergeSpec,
-    outputs: &[FileMeta],
-    inputs: &HashSet<u64>,
-    edit: &mut VersionEdit,
-) {
-    let out = spec.output_level;
-    let ucmp = version.icmp().user();
-    let committed = version.guards(out);
-    let index = |k: &[u8]| guards::guard_index(ucmp.as_ref(), committed, k);
-    let mut emptied: Vec<usize> = spec
-        .inputs
-        .iter()
-        .filter(|(level, _)| *level == out)
-        .flat_map(|(_, files)| files.iter().map(|f| index(f.smallest_user_key())))
-        .filter(|&g| g > 0)
-        .collect();
-    emptied.sort_unstable();
-    emptied.dedup();
-    emptied.retain(|&g| {
-        outputs.iter().all(|f| index(f.smallest_user_key()) != g)
-            && version
-                .files(out)
-                .iter()
-                .all(|f| inputs.contains(&f.number) || index(f.smallest_user_key()) != g)
-    });
-    for g in emptied {
-        let Some(key) = committed.get(g - 1) else {
-            continue;
-        };
-        for level in 1..version.num_levels() {
-            if version
-                .guards(level)
-                .binary_search_by(|k| ucmp.compare(k, key))
-                .is_ok()
-            {
-                edit.removed_guards.push((level as u32, key.clone()));
-            }
-        }
-    }
 }
 
 /// The edit for a metadata-only move of `file` from `from_level` to `to_level`.

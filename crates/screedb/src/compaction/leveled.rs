@@ -112,17 +112,12 @@ impl CompactionStrategy for Leveled {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-    use crate::comparator::{InternalKeyComparator, default_comparator};
-    use crate::fs::MemFs;
+    use crate::compaction::test_support::empty_version;
     use crate::key::{ValueKind, make_internal_key};
     use crate::manifest::FileMeta;
     use crate::manifest::VersionEdit;
-    use crate::table::{TableCache, TableOptions};
     use crate::version::VersionBuilder;
-    use crate::version::obsolete::ObsoleteFiles;
 
     fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
         FileMeta {
@@ -139,18 +134,7 @@ mod tests {
 
     /// A version with `files` as `(level, meta)`.
     fn version(files: Vec<(u32, FileMeta)>) -> Version {
-        let icmp = InternalKeyComparator::new(default_comparator());
-        let fs = Arc::new(MemFs::new());
-        let tables = Arc::new(TableCache::new(
-            fs.clone(),
-            PathBuf::from("/db"),
-            TableOptions::default(),
-            icmp.clone(),
-            16,
-            None,
-        ));
-        let obsolete = Arc::new(ObsoleteFiles::new(fs, PathBuf::from("/db"), tables));
-        let base = Version::empty(icmp, crate::options::Layout::Leveled, 4, obsolete);
+        let base = empty_version(crate::options::Layout::Leveled);
         let mut b = VersionBuilder::new(&base);
         b.apply(&VersionEdit {
             new_files: files,

@@ -5,8 +5,11 @@
 //! tested on hand-built versions. [`job`] executes any choice.
 
 pub mod flsm;
+pub mod guard_upkeep;
 pub mod job;
 pub mod leveled;
+#[cfg(test)]
+mod test_support;
 
 use std::collections::HashSet;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
 use super::{DbInner, DbState};
-use crate::compaction::{Choice, MergeSpec, flsm, job, key_range};
+use crate::compaction::{Choice, MergeSpec, flsm, guard_upkeep, job, key_range};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
@@ -248,15 +248,22 @@ fn run_merge<'a>(
         st.compaction.busy_ranges.swap_remove(i);
     }
     let result = result.and_then(|(mut edit, stats)| {
-        if !edit.added_guards.is_empty() {
-            // Other jobs may have changed the deeper levels since this one started.
-            flsm::drop_unsafe_guards(&st.versions.current(), &st.compaction, &mut edit);
+        let current = st.versions.current();
+        if current.layout() == Layout::Flsm {
+            // Other jobs may have changed the levels since this one started: decide on the
+            // version the edit is applied to.
+            guard_upkeep::drop_unsafe_guards(&current, &st.compaction, &mut edit);
+            guard_upkeep::drop_small_guards(&current, &inner.options, &mut edit);
         }
         Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(
             &inner.counters.compaction_bytes_written,
             stats.bytes_written,
         );
+        inner
+            .counters
+            .written_to_level
+            .add(output_level, stats.bytes_written);
         Counters::add(&inner.counters.compactions, 1);
         if seek {
             Counters::add(&inner.counters.seek_compactions, 1);

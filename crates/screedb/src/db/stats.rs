@@ -11,7 +11,11 @@ macro_rules! counters {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {
         /// Live counters (atomics, updated without the database mutex).
         #[derive(Debug, Default)]
-        pub struct Counters { $( $(#[$doc])* pub $name: AtomicU64, )* }
+        pub struct Counters {
+            $( $(#[$doc])* pub $name: AtomicU64, )*
+            /// Bytes of tables written by compactions, per output level.
+            pub written_to_level: PerLevel,
+        }
 
         /// A copy of the counters at one moment.
         #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,22 +29,39 @@ macro_rules! counters {
             pub block_cache_hits: u64,
             /// Block cache misses.
             pub block_cache_misses: u64,
+            /// Bytes of tables written by compactions per output level (trailing zeros trimmed).
+            pub compaction_bytes_written_per_level: Vec<u64>,
         }
 
         impl Counters {
             /// Copies the counters (level and cache fields are left empty).
             pub fn snapshot(&self) -> Stats {
-                Stats { $( $name: self.$name.load(Ordering::Relaxed), )* ..Stats::default() }
+                Stats {
+                    $( $name: self.$name.load(Ordering::Relaxed), )*
+                    compaction_bytes_written_per_level: self.written_to_level.values(),
+                    ..Stats::default()
+                }
             }
 
             /// The persisted counters as `(name, value)` pairs.
             pub fn persisted(&self) -> Vec<(String, u64)> {
-                vec![ $( (stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)), )* ]
+                let mut out = vec![ $( (stringify!($name).to_string(), self.$name.load(Ordering::Relaxed)), )* ];
+                for (level, bytes) in self.written_to_level.values().into_iter().enumerate() {
+                    out.push((format!("{LEVEL_PREFIX}{level}"), bytes));
+                }
+                out
             }
 
             /// Restores counters recorded in the manifest (unknown names are ignored).
             pub fn restore(&self, saved: &BTreeMap<String, u64>) {
                 $( if let Some(v) = saved.get(stringify!($name)) { self.$name.store(*v, Ordering::Relaxed); } )*
+                for (name, v) in saved {
+                    if let Some(level) = name.strip_prefix(LEVEL_PREFIX).and_then(|l| l.parse::<usize>().ok())
+                        && let Some(c) = self.written_to_level.0.get(level)
+                    {
+                        c.store(*v, Ordering::Relaxed);
+                    }
+                }
             }
         }
     };
@@ -77,6 +98,37 @@ counters! {
     wal_syncs,
     /// Write groups committed (one WAL append each).
     write_groups,
+}
+
+/// Name prefix of the persisted per-level compaction counters (`compaction_bytes_written_l<N>`).
+const LEVEL_PREFIX: &str = "compaction_bytes_written_l";
+
+/// One counter per possible level (`Options::num_levels` is at most 64).
+#[derive(Debug)]
+pub struct PerLevel([AtomicU64; 64]);
+
+impl Default for PerLevel {
+    fn default() -> Self {
+        PerLevel(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl PerLevel {
+    /// Adds `n` to level `level`'s counter (ignored past the last possible level).
+    pub fn add(&self, level: usize, n: u64) {
+        if let Some(c) = self.0.get(level) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters up to the last non-zero one.
+    pub fn values(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.0.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        while v.last() == Some(&0) {
+            v.pop();
+        }
+        v
+    }
 }
 
 impl Counters {
@@ -159,14 +211,24 @@ impl std::fmt::Display for Stats {
             "block cache            {:>12} hits, {} misses",
             self.block_cache_hits, self.block_cache_misses
         )?;
-        writeln!(f, "level  files        MiB")?;
+        writeln!(f, "level  files        MiB  compacted into (MiB)")?;
         for (level, (files, bytes)) in self
             .files_per_level
             .iter()
             .zip(&self.bytes_per_level)
             .enumerate()
         {
-            writeln!(f, "L{level:<5} {files:>5} {:>10.2}", mib(*bytes))?;
+            let into = self
+                .compaction_bytes_written_per_level
+                .get(level)
+                .copied()
+                .unwrap_or(0);
+            writeln!(
+                f,
+                "L{level:<5} {files:>5} {:>10.2} {:>20.2}",
+                mib(*bytes),
+                mib(into)
+            )?;
         }
         Ok(())
     }

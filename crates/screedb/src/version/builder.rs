@@ -119,12 +119,16 @@ impl<'a> VersionBuilder<'a> {
                 }
             })
             .collect();
+        let seeks = super::seeks::SeekCounters::new(self.guards.iter().map(Vec::len));
+        if self.base.layout == crate::options::Layout::Flsm {
+            super::seeks::carry_over(self.base, &levels, &self.guards, &seeks);
+        }
         Version {
             icmp,
             layout: self.base.layout,
             levels,
             runs,
-            seeks: super::seeks::SeekCounters::new(self.guards.iter().map(Vec::len)),
+            seeks,
             guards: self.guards,
             obsolete: Arc::clone(&self.base.obsolete),
         }

@@ -1,15 +1,17 @@
 //! Seek counters of the FLSM layout: per level >= 1, one counter per guard, counting the reads
 //! (iterator seeks and gets) that had to probe more than one overlapping fragment of that guard.
 //!
-//! The counters belong to one [`super::Version`] and start at zero with every new version (a new
-//! version means some compaction ran; a guard that stays hot crosses the threshold again). Each
-//! guard has its own atomic, so readers of different guards never touch the same counter
-//! (sharded by guard); updates are relaxed `fetch_add`s.
+//! The counters belong to one [`super::Version`]. A new version carries over the count of every
+//! guard whose bounds and fragments it kept unchanged ([`carry_over`]), so flushes and
+//! compactions elsewhere do not reset a hot guard; a guard whose fragments changed starts at
+//! zero. Each guard has its own atomic, so readers of different guards never touch the same
+//! counter (sharded by guard); updates are relaxed `fetch_add`s.
 
 use std::cmp::Ordering as KeyOrder;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{Version, guards};
+use super::{FileRef, Version, guards};
+use crate::comparator::Comparator;
 use crate::options::Layout;
 
 /// Per level, per guard (index 0: the sentinel guard) seek counts.
@@ -67,6 +69,64 @@ impl SeekCounters {
             .collect();
         hot.sort_by_key(|h| std::cmp::Reverse(h.2));
         hot
+    }
+}
+
+/// The numbers of the tables of `files` (sorted by smallest key) starting in `[start, end)`.
+fn tables_in<'f>(
+    ucmp: &dyn Comparator,
+    files: &'f [FileRef],
+    (start, end): (Option<&[u8]>, Option<&[u8]>),
+) -> impl Iterator<Item = u64> + 'f {
+    let below = |bound: Option<&[u8]>| match bound {
+        None => files.len(),
+        Some(k) => files.partition_point(|f| ucmp.compare(f.smallest_user_key(), k).is_lt()),
+    };
+    let from = start.map_or(0, |k| below(Some(k)));
+    let to = below(end);
+    files[from..to.max(from)].iter().map(|f| f.number)
+}
+
+/// Copies into `into` (the counters of a version with tables `levels` and guard keys `guards`)
+/// the count of every guard of `base` with a non-zero count that has the same bounds and the
+/// same tables in both. Cost: a few binary searches per counted guard.
+pub(super) fn carry_over(
+    base: &Version,
+    levels: &[Vec<FileRef>],
+    guards: &[Vec<Vec<u8>>],
+    into: &SeekCounters,
+) {
+    let ucmp = base.icmp.user().as_ref();
+    for (level, counts) in base.seeks.levels.iter().enumerate().skip(1) {
+        let (Some(files), Some(keys)) = (levels.get(level), guards.get(level)) else {
+            continue;
+        };
+        let old_keys = base.guards(level);
+        for (old_index, count) in counts.iter().enumerate() {
+            let n = count.load(Ordering::Relaxed);
+            if n == 0 {
+                continue;
+            }
+            let bounds = guards::guard_bounds(old_keys, old_index);
+            let index = match bounds.0 {
+                None => 0,
+                Some(s) => match keys.binary_search_by(|g| ucmp.compare(g, s)) {
+                    Ok(i) => i + 1,
+                    Err(_) => continue,
+                },
+            };
+            let same_end = match (bounds.1, guards::guard_bounds(keys, index).1) {
+                (None, None) => true,
+                (Some(a), Some(b)) => ucmp.compare(a, b) == KeyOrder::Equal,
+                _ => false,
+            };
+            if same_end
+                && tables_in(ucmp, base.files(level), bounds).eq(tables_in(ucmp, files, bounds))
+                && let Some(c) = into.levels.get(level).and_then(|l| l.get(index))
+            {
+                c.store(n, Ordering::Relaxed);
+            }
+        }
     }
 }
 
