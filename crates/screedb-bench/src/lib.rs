@@ -9,6 +9,7 @@
 //! Engines sit behind the [`engine::Engine`] trait so that peer engines can run the same
 //! workloads; ScreeDB is the first implementation.
 
+pub mod cli;
 pub mod compare;
 pub mod dbbench;
 pub mod distribution;

@@ -373,7 +373,7 @@ mod tests {
             layout: None,
             memory: None,
         };
-        let engine = EngineKind::ScreeDb.open(dir.path(), &config).unwrap();
+        let engine = EngineKind::default().open(dir.path(), &config).unwrap();
         let shape = Shape {
             num: 3000,
             reads: 3000,
