@@ -67,8 +67,9 @@ pub struct BenchArgs {
     /// Operations per read workload and thread; YCSB operations in all. Default: `--num`.
     #[arg(long)]
     pub reads: Option<u64>,
-    /// Threads of the read, overwrite, delete and YCSB workloads (readwhilewriting and
-    /// seekwhilewriting add one writer thread); fills and full scans use one.
+    /// Threads of every workload but the full scans (readseq, readreverse), each doing the
+    /// whole `--num`/`--reads` count as in db_bench (readwhilewriting and seekwhilewriting add
+    /// one writer thread; YCSB splits its counts over the threads).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Entries read after each seek of seekrandom and seekwhilewriting.
@@ -449,6 +450,26 @@ mod tests {
         assert_eq!(a.engine, "leveldb-c:/tmp/x.so");
         assert!(BenchArgs::default().settle);
         assert!(BenchArgs::from_flags(["--key-size=8"]).is_err());
+    }
+
+    #[test]
+    fn fills_run_in_every_thread_as_in_db_bench() {
+        let args = BenchArgs::from_flags([
+            "--num=500",
+            "--threads=2",
+            "--settle=0",
+            "--benchmarks=fillrandom,fillseq,readseq",
+        ])
+        .unwrap();
+        let report = run(args).unwrap();
+        let [random, seq, scan] = &report.results[..] else {
+            panic!("three results: {:?}", report.results.len());
+        };
+        assert_eq!((seq.ops, seq.threads), (1000, 2));
+        assert_eq!(seq.user_bytes_written, 1000 * 116);
+        assert_eq!(random.ops, 1000);
+        // Both fillseq threads wrote the same 500 keys; the scan runs in one thread.
+        assert_eq!(scan.ops, 500);
     }
 
     #[test]

@@ -69,3 +69,21 @@ pub fn check_conformance(e: &dyn Engine) -> Result<()> {
     }
     e.settle()
 }
+
+/// Puts 12 MB (12,000 values of 1000 bytes) and settles, then checks that the engine reports
+/// a write amplification above 0.5: with a write buffer of 1 MiB at most, its own figure must
+/// count at least the flushes (so its statistics are really parsed). Returns the figure.
+pub fn check_reported_wa(e: &dyn Engine) -> Result<f64> {
+    for i in 0..12_000u32 {
+        e.put(format!("{i:08}").as_bytes(), &[7; 1000], false)?;
+    }
+    e.settle()?;
+    match e.write_amplification() {
+        Some(wa) if wa > 0.5 => Ok(wa),
+        wa => Err(Error::invalid(format!(
+            "{} engine reports write amplification {wa:?} after 12 MB of puts; its statistics:\n{}",
+            e.name(),
+            e.stats_text()
+        ))),
+    }
+}

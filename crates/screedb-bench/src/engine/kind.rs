@@ -290,12 +290,8 @@ mod tests {
     fn a_spec_overrides_the_run_flags_for_its_engine() {
         let dir = tempfile::tempdir().unwrap();
         let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: super::super::Compression::None,
             layout: Some(Layout::Flsm),
-            memory: None,
+            ..EngineConfig::with_buffers(1 << 20, 1 << 20)
         };
         let kind = EngineKind::parse("screedb:layout=leveled").unwrap();
         kind.open(dir.path(), &config).unwrap().close().unwrap();

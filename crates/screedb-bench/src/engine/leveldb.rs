@@ -399,14 +399,7 @@ mod tests {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let e = LevelDbEngine::open(Api::load(&lib).unwrap(), "leveldb-c", dir.path(), &config)
             .unwrap();
         e.write_batch(

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use ::screedb::{Error, Result};
 
-pub use self::conformance::check_conformance;
+pub use self::conformance::{check_conformance, check_reported_wa};
 pub use self::kind::{ENGINE_NAMES, EngineKind, ExternalEngine, ScreeDbSpec, register};
 pub use self::screedb::ScreeDbEngine;
 
@@ -61,6 +61,21 @@ pub struct EngineConfig {
     pub layout: Option<::screedb::Layout>,
     /// ScreeDB's memory component (`None`: the engine's default); the peers ignore it.
     pub memory: Option<::screedb::Memory>,
+}
+
+impl EngineConfig {
+    /// The given buffer and cache sizes with the run's other defaults: bloom filters of 10 bits
+    /// per key, no compression, each engine's own layout and memory component.
+    pub fn with_buffers(write_buffer_size: usize, cache_size: usize) -> EngineConfig {
+        EngineConfig {
+            write_buffer_size,
+            cache_size,
+            bloom_bits: 10,
+            compression: Compression::None,
+            layout: None,
+            memory: None,
+        }
+    }
 }
 
 /// A key-value engine driven by the workloads. Methods take `&self`: engines are shared.
@@ -109,12 +124,8 @@ mod tests {
 
     fn engine(dir: &Path) -> Box<dyn Engine> {
         let config = EngineConfig {
-            write_buffer_size: 4 << 20,
-            cache_size: 8 << 20,
-            bloom_bits: 10,
             compression: Compression::Lz4,
-            layout: None,
-            memory: None,
+            ..EngineConfig::with_buffers(4 << 20, 8 << 20)
         };
         EngineKind::default().open(dir, &config).unwrap()
     }
@@ -134,14 +145,7 @@ mod tests {
         assert!(err.contains("screedb, fjall"), "{err}");
         assert!(EngineKind::parse("leveldb-c:").is_err());
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let missing = EngineKind::LevelDbC(dir.path().join("nope.so"));
         let err = missing.open(dir.path(), &config).err().unwrap().to_string();
         assert!(err.contains("nope.so"), "{err}");
@@ -176,14 +180,7 @@ mod tests {
     #[test]
     fn fjall_engine_behaves_like_screedb() {
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let e = EngineKind::Fjall.open(dir.path(), &config).unwrap();
         check_conformance(&*e).unwrap();
         e.close().unwrap();
@@ -194,48 +191,22 @@ mod tests {
     #[test]
     fn rocksdb_engine_behaves_like_screedb() {
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let e = EngineKind::RocksDb.open(dir.path(), &config).unwrap();
         check_conformance(&*e).unwrap();
-        wa_is_reported(&*e);
+        check_reported_wa(&*e).unwrap();
         e.close().unwrap();
+        EngineKind::RocksDb.destroy(dir.path()).unwrap();
     }
 
     #[cfg(feature = "leveldb")]
     #[test]
     fn leveldb_engine_behaves_like_screedb() {
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let e = EngineKind::LevelDb.open(dir.path(), &config).unwrap();
         check_conformance(&*e).unwrap();
-        wa_is_reported(&*e);
+        check_reported_wa(&*e).unwrap();
         e.close().unwrap();
-    }
-
-    /// 12 MB of puts through a 1 MiB write buffer: the engine's own figure counts at least the
-    /// flushes (its statistics are parsed, not just present).
-    #[cfg(any(feature = "leveldb", feature = "rocksdb-system"))]
-    fn wa_is_reported(e: &dyn Engine) {
-        for i in 0..12_000u32 {
-            e.put(format!("{i:08}").as_bytes(), &[7; 1000], false)
-                .unwrap();
-        }
-        e.settle().unwrap();
-        let wa = e.write_amplification().unwrap();
-        assert!(wa > 0.5, "{}: {wa}\n{}", e.name(), e.stats_text());
     }
 }
