@@ -66,6 +66,10 @@ impl ScreeDbSpec {
     /// Parses `key=value` options separated by `:` (the text after `screedb:`).
     fn parse(spec: &str, whole: &str) -> Result<ScreeDbSpec> {
         let mut out = ScreeDbSpec::default();
+        let reason = |e: Error| match e {
+            Error::InvalidArgument(why) => why,
+            other => other.to_string(),
+        };
         let bad = |why: String| {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
@@ -78,10 +82,10 @@ impl ScreeDbSpec {
             };
             match key {
                 "layout" if out.layout.is_none() => {
-                    out.layout = Some(Layout::from_name(value).map_err(|e| bad(e.to_string()))?);
+                    out.layout = Some(Layout::from_name(value).map_err(|e| bad(reason(e)))?);
                 }
                 "memory" if out.memory.is_none() => {
-                    out.memory = Some(value.parse().map_err(|e: Error| bad(e.to_string()))?);
+                    out.memory = Some(value.parse().map_err(|e: Error| bad(reason(e)))?);
                 }
                 "layout" | "memory" => return Err(bad(format!("{key} is given twice"))),
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -283,6 +287,7 @@ mod tests {
             let err = EngineKind::parse(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
             assert!(err.contains(bad), "the error names the spec: {err}");
+            assert_eq!(err.matches("invalid argument").count(), 1, "{err}");
         }
     }
 
