@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system libraries the benchmark peers link against (Debian/Ubuntu, as root or with
 # sudo): LevelDB (feature `leveldb`, and `--engine leveldb-c:` tests), RocksDB 7.x and libclang
-# (feature `rocksdb-system`), and a C++ toolchain (feature `rocksdb`, the bundled build).
+# (feature `rocksdb-system`), and a C++ toolchain and libclang (crates/screedb-bench-rocksdb,
+# which builds the RocksDB bundled with the rocksdb crate 0.25).
 # Run it once per machine before building screedb-bench with any of those features; the default
 # build and CI need none of it.
 set -euo pipefail

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use screedb::{Error, Result};
 
+use crate::engine::EngineKind;
 use crate::report::{format_bytes, opt_ratio};
 use crate::workload::PhaseResult;
 use crate::{BenchArgs, BenchReport};
@@ -19,7 +20,9 @@ use crate::{BenchArgs, BenchReport};
 #[derive(Debug, Clone, clap::Args)]
 #[command(rename_all = "snake_case", args_override_self = true)]
 pub struct CompareArgs {
-    /// Comma-separated engines, run in this order (see `--engine`).
+    /// Comma-separated engines, run in this order (see `--engine`). `screedb:layout=leveled`,
+    /// `screedb:memory=flodb`, `screedb:layout=leveled:memory=flodb` run ScreeDB with those
+    /// options (over `--layout`/`--memory`); the column is headed by the spec.
     #[arg(long, value_delimiter = ',', default_value = "screedb")]
     pub engines: Vec<String>,
     /// The engine the ratios are relative to. Default: the first of `--engines`.
@@ -54,11 +57,18 @@ pub fn run(args: CompareArgs) -> Result<Comparison> {
             "compare runs every engine on a fresh database: drop --use_existing_db",
         ));
     }
-    let baseline = args
-        .baseline
-        .clone()
-        .unwrap_or_else(|| args.engines[0].clone());
-    if !args.engines.contains(&baseline) {
+    // Every name is checked before the first engine runs, and written the way the columns are
+    // headed (a ScreeDB spec's options in a fixed order).
+    let engines = args
+        .engines
+        .iter()
+        .map(|e| EngineKind::parse(e.trim()).map(|k| k.label()))
+        .collect::<Result<Vec<_>>>()?;
+    let baseline = match &args.baseline {
+        Some(b) => EngineKind::parse(b.trim())?.label(),
+        None => engines[0].clone(),
+    };
+    if !engines.contains(&baseline) {
         return Err(Error::invalid(format!(
             "--baseline {baseline} is not one of --engines"
         )));
@@ -68,7 +78,7 @@ pub fn run(args: CompareArgs) -> Result<Comparison> {
         failed: Vec::new(),
         baseline,
     };
-    for engine in &args.engines {
+    for engine in &engines {
         let mut bench = args.bench.clone();
         bench.engine = engine.clone();
         bench.json = None;
@@ -180,7 +190,8 @@ mod tests {
             BenchArgs::from_flags(["--num=300", "--benchmarks=fillrandom,readrandom"]).unwrap();
         bench.settle = false;
         let args = CompareArgs {
-            engines: vec!["screedb".into(), "nope".into()],
+            // A name that parses but fails when opened, after screedb ran.
+            engines: vec!["screedb".into(), "leveldb-c:/nonexistent/lib.so".into()],
             baseline: None,
             markdown: None,
             bench,
@@ -205,11 +216,49 @@ mod tests {
         assert!(md.contains("| fillrandom | ops/s |"), "{md}");
         assert!(md.contains("| readrandom | p99 µs |"), "{md}");
         assert!(md.contains("(x"), "ratios to the baseline: {md}");
-        assert!(md.contains("nope failed: "), "{md}");
+        assert!(
+            md.contains("leveldb-c:/nonexistent/lib.so failed: "),
+            "{md}"
+        );
         assert!(
             !md.contains("| readrandom | WA"),
             "reads have no WA row: {md}"
         );
+    }
+
+    #[test]
+    fn screedb_specs_head_their_columns_and_bad_ones_stop_the_run_first() {
+        let bench =
+            BenchArgs::from_flags(["--num=200", "--benchmarks=fillrandom", "--settle=0"]).unwrap();
+        let args = CompareArgs {
+            engines: vec![
+                "screedb".into(),
+                "screedb:memory=flodb:layout=leveled".into(),
+            ],
+            baseline: Some("screedb:layout=leveled:memory=flodb".into()),
+            markdown: None,
+            bench: bench.clone(),
+        };
+        let md = run(args).unwrap().markdown();
+        assert!(
+            md.starts_with(
+                "| benchmark | measure | screedb | screedb:layout=leveled:memory=flodb |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("(x"), "the baseline is found by its spec: {md}");
+        let args = CompareArgs {
+            engines: vec![
+                "screedb".into(),
+                "screedb:layout=tiered".into(),
+                "nope".into(),
+            ],
+            baseline: None,
+            markdown: None,
+            bench,
+        };
+        let err = run(args).unwrap_err().to_string();
+        assert!(err.contains("screedb:layout=tiered"), "{err}");
     }
 
     #[test]

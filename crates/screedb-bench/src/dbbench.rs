@@ -1,8 +1,8 @@
 //! The db_bench workloads' operations, as LevelDB's db_bench runs them.
 //!
-//! Fills run in one thread (so fillseq writes each key once); the other workloads run in
-//! `threads` threads, each doing the full count (`num` updates or `reads` reads), as db_bench
-//! does. Random workloads draw key numbers from `[0, num)` with replacement, uniformly or from
+//! Every workload but the full scans runs in `threads` threads, each doing the full count
+//! (`num` updates or `reads` reads), as db_bench does: with `--threads=2`, fillseq writes keys
+//! `0..num` twice, interleaved, and fillrandom draws `2 * num` keys; the scans use one thread. Random workloads draw key numbers from `[0, num)` with replacement, uniformly or from
 //! YCSB's scrambled zipfian (`--distribution`). A latency is recorded per call: per batch for
 //! batched writes, per seek (with its `seek_nexts` entries) for seeks, per entry for full scans.
 //! readwhilewriting and seekwhilewriting add one writer thread that overwrites random keys until
@@ -22,10 +22,7 @@ use crate::workload::{Benchmark, Outcome, Shape, Target};
 /// Runs the operations of db_bench workload `b` (not a YCSB one, not stats).
 pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outcome> {
     let threads = match b {
-        Benchmark::FillSeq
-        | Benchmark::FillRandom
-        | Benchmark::ReadSeq
-        | Benchmark::ReadReverse => 1,
+        Benchmark::ReadSeq | Benchmark::ReadReverse => 1,
         _ => shape.threads.max(1),
     };
     let per_thread =

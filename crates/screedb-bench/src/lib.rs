@@ -9,6 +9,7 @@
 //! Engines sit behind the [`engine::Engine`] trait so that peer engines can run the same
 //! workloads; ScreeDB is the first implementation.
 
+pub mod cli;
 pub mod compare;
 pub mod dbbench;
 pub mod distribution;
@@ -66,8 +67,9 @@ pub struct BenchArgs {
     /// Operations per read workload and thread; YCSB operations in all. Default: `--num`.
     #[arg(long)]
     pub reads: Option<u64>,
-    /// Threads of the read, overwrite, delete and YCSB workloads (readwhilewriting and
-    /// seekwhilewriting add one writer thread); fills and full scans use one.
+    /// Threads of every workload but the full scans (readseq, readreverse), each doing the
+    /// whole `--num`/`--reads` count as in db_bench (readwhilewriting and seekwhilewriting add
+    /// one writer thread; YCSB splits its counts over the threads).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Entries read after each seek of seekrandom and seekwhilewriting.
@@ -188,8 +190,9 @@ pub struct BenchReport {
 pub const LEGEND: &str = "\
 user write: bytes of keys and values written; proc write/read: write_bytes/read_bytes of
 /proc/self/io while the workload ran (bytes sent to / fetched from storage, counted when pages
-are dirtied); WA proc = proc write / user write; WA engine = the engine's own (WAL + flush +
-compaction bytes) / user bytes since the database was created; \"settled\" columns include the
+are dirtied); WA proc = proc write / user write; WA engine = the engine's own count of bytes
+written / user bytes since open (ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush +
+compaction, no WAL; see docs/benchmarks.md); \"settled\" columns include the
 wait for background work after the workload; cpu s: user + system CPU seconds of the whole
 process (background threads too) during the operations; peak RSS: the process's peak resident
 memory during the workload; disk: blocks the database's files occupy; space amp = disk / bytes
@@ -448,6 +451,26 @@ mod tests {
         assert_eq!(a.engine, "leveldb-c:/tmp/x.so");
         assert!(BenchArgs::default().settle);
         assert!(BenchArgs::from_flags(["--key-size=8"]).is_err());
+    }
+
+    #[test]
+    fn fills_run_in_every_thread_as_in_db_bench() {
+        let args = BenchArgs::from_flags([
+            "--num=500",
+            "--threads=2",
+            "--settle=0",
+            "--benchmarks=fillrandom,fillseq,readseq",
+        ])
+        .unwrap();
+        let report = run(args).unwrap();
+        let [random, seq, scan] = &report.results[..] else {
+            panic!("three results: {:?}", report.results.len());
+        };
+        assert_eq!((seq.ops, seq.threads), (1000, 2));
+        assert_eq!(seq.user_bytes_written, 1000 * 116);
+        assert_eq!(random.ops, 1000);
+        // Both fillseq threads wrote the same 500 keys; the scan runs in one thread.
+        assert_eq!(scan.ops, 500);
     }
 
     #[test]

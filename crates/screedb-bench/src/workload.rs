@@ -146,7 +146,7 @@ pub struct Shape {
     pub batch_size: usize,
     /// Sync every write.
     pub sync: bool,
-    /// Threads of the read and overwrite workloads and of YCSB.
+    /// Threads of every workload but the full scans.
     pub threads: usize,
     /// Entries read after each seek of seekrandom and seekwhilewriting.
     pub seek_nexts: u64,
@@ -366,14 +366,10 @@ mod tests {
     fn workloads_write_then_find_what_they_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let config = EngineConfig {
-            write_buffer_size: 64 << 10,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
             compression: Compression::Lz4,
-            layout: None,
-            memory: None,
+            ..EngineConfig::with_buffers(64 << 10, 1 << 20)
         };
-        let engine = EngineKind::ScreeDb.open(dir.path(), &config).unwrap();
+        let engine = EngineKind::default().open(dir.path(), &config).unwrap();
         let shape = Shape {
             num: 3000,
             reads: 3000,

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use screedb::{Error, Result};
 
 use super::leveldb_api::{Api, P};
+use super::peer_stats::{UserBytes, leveldb_bytes_written};
 use super::{Compression, Engine, EngineConfig, Op};
 
 /// A LevelDB database opened through [`Api`].
@@ -31,6 +32,7 @@ pub struct LevelDbEngine {
     read: P,
     write_async: P,
     write_sync: P,
+    user: UserBytes,
 }
 
 // SAFETY: LevelDB's `DB` is safe for concurrent use from many threads without external
@@ -99,6 +101,7 @@ impl LevelDbEngine {
                 read,
                 write_async,
                 write_sync,
+                user: UserBytes::default(),
             };
             take_error(&engine.api, err, "open")?;
             if engine.db.is_null() {
@@ -164,6 +167,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.user.put(key, value);
         let mut err = std::ptr::null_mut();
         // SAFETY: `db` and the write options are live; LevelDB copies key and value.
         unsafe {
@@ -181,6 +185,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        self.user.delete(key);
         let mut err = std::ptr::null_mut();
         // SAFETY: as in `put`.
         unsafe {
@@ -196,6 +201,7 @@ impl Engine for LevelDbEngine {
     }
 
     fn write_batch(&self, ops: &[Op<'_>], sync: bool) -> Result<()> {
+        self.user.batch(ops);
         let mut err = std::ptr::null_mut();
         // SAFETY: the batch is created, filled (LevelDB copies the bytes), written and destroyed
         // here; `db` and the write options are live.
@@ -319,7 +325,8 @@ impl Engine for LevelDbEngine {
     }
 
     fn write_amplification(&self) -> Option<f64> {
-        None
+        self.user
+            .amplification(leveldb_bytes_written(&self.stats_text()))
     }
 
     fn stats_text(&self) -> String {
@@ -392,14 +399,7 @@ mod tests {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
-        let config = EngineConfig {
-            write_buffer_size: 1 << 20,
-            cache_size: 1 << 20,
-            bloom_bits: 10,
-            compression: Compression::None,
-            layout: None,
-            memory: None,
-        };
+        let config = EngineConfig::with_buffers(1 << 20, 1 << 20);
         let e = LevelDbEngine::open(Api::load(&lib).unwrap(), "leveldb-c", dir.path(), &config)
             .unwrap();
         e.write_batch(

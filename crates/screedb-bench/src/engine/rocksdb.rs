@@ -1,4 +1,10 @@
-//! RocksDB (the `rocksdb` crate 0.20.1) behind [`Engine`].
+//! RocksDB behind [`Engine`], through the `rocksdb` crate.
+//!
+//! One source serves two builds: screedb-bench's `rocksdb-system` feature (crate 0.20.1, linking
+//! Debian's RocksDB 7.8.3) and the screedb-bench-rocksdb crate (crate 0.25, bundled RocksDB
+//! 11.8.1), which compiles this file as its own module (`#[path]`). It therefore names its
+//! neighbours only through `super::` and uses no API that differs between the two crate
+//! versions, except the LRU cache constructor, bridged by [`IntoCache`].
 //!
 //! Settings: `write_buffer_size` as configured, LRU block cache of `cache_size` bytes, full
 //! bloom filters of `bloom_bits` bits per key (`set_bloom_filter(bits, false)`), no compression
@@ -10,6 +16,9 @@
 //! `rocksdb.compaction-pending`, `rocksdb.num-running-compactions`) until all are zero for
 //! 200 ms; `wait_for_compact` appeared only in later crate versions than the one that links
 //! Debian's RocksDB 7.8.
+//!
+//! [`Engine::write_amplification`]: RocksDB's cumulative WAL, flush and compaction bytes from
+//! `rocksdb.stats` over the user bytes handed to it (see [`super::peer_stats`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,7 +26,25 @@ use std::time::{Duration, Instant};
 use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options, WriteBatch, WriteOptions};
 use screedb::Result;
 
+use super::peer_stats::{UserBytes, rocksdb_bytes_written};
 use super::{Compression, Engine, EngineConfig, Op, peer_error};
+
+/// `Cache::new_lru_cache` returns a `Result` in crate 0.20 and a `Cache` in later versions.
+trait IntoCache {
+    fn into_cache(self) -> std::result::Result<Cache, rocksdb::Error>;
+}
+
+impl IntoCache for Cache {
+    fn into_cache(self) -> std::result::Result<Cache, rocksdb::Error> {
+        Ok(self)
+    }
+}
+
+impl IntoCache for std::result::Result<Cache, rocksdb::Error> {
+    fn into_cache(self) -> std::result::Result<Cache, rocksdb::Error> {
+        self
+    }
+}
 
 /// A RocksDB database behind [`Engine`].
 pub struct RocksDbEngine {
@@ -25,6 +52,7 @@ pub struct RocksDbEngine {
     dir: PathBuf,
     write_async: WriteOptions,
     write_sync: WriteOptions,
+    user: UserBytes,
 }
 
 impl std::fmt::Debug for RocksDbEngine {
@@ -40,7 +68,9 @@ impl RocksDbEngine {
     pub fn open(dir: &Path, config: &EngineConfig) -> Result<Self> {
         let err = |e: rocksdb::Error| peer_error("open rocksdb", dir, e);
         let mut table = BlockBasedOptions::default();
-        let cache = Cache::new_lru_cache(config.cache_size).map_err(err)?;
+        let cache = Cache::new_lru_cache(config.cache_size)
+            .into_cache()
+            .map_err(err)?;
         table.set_block_cache(&cache);
         if config.bloom_bits > 0 {
             table.set_bloom_filter(f64::from(config.bloom_bits), false);
@@ -62,6 +92,7 @@ impl RocksDbEngine {
             dir: dir.to_path_buf(),
             write_async: WriteOptions::default(),
             write_sync,
+            user: UserBytes::default(),
         })
     }
 
@@ -104,18 +135,21 @@ impl Engine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.user.put(key, value);
         self.db
             .put_opt(key, value, self.wo(sync))
             .map_err(self.err("put"))
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        self.user.delete(key);
         self.db
             .delete_opt(key, self.wo(sync))
             .map_err(self.err("delete"))
     }
 
     fn write_batch(&self, ops: &[Op<'_>], sync: bool) -> Result<()> {
+        self.user.batch(ops);
         let mut batch = WriteBatch::default();
         for op in ops {
             match *op {
@@ -181,7 +215,8 @@ impl Engine for RocksDbEngine {
     }
 
     fn write_amplification(&self) -> Option<f64> {
-        None
+        self.user
+            .amplification(rocksdb_bytes_written(&self.stats_text()))
     }
 
     fn stats_text(&self) -> String {
