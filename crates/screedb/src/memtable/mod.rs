@@ -14,6 +14,7 @@ mod skiplist;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::Result;
@@ -44,6 +45,9 @@ pub enum LookupResult {
 pub struct MemTable {
     list: Arc<SkipList>,
     buffer: Option<Membuffer>,
+    /// Puts that found no room in the membuffer and went to the skiplist (written by the one
+    /// writer only, Relaxed).
+    fallbacks: AtomicU64,
 }
 
 impl fmt::Debug for MemTable {
@@ -61,6 +65,7 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: None,
+            fallbacks: AtomicU64::new(0),
         }
     }
 
@@ -74,6 +79,7 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
+            fallbacks: AtomicU64::new(0),
         }
     }
 
@@ -114,8 +120,16 @@ impl MemTable {
             self.list.insert_sorted(&[entry_ref(old)]);
         };
         if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
+            let n = self.fallbacks.load(Ordering::Relaxed);
+            self.fallbacks.store(n + 1, Ordering::Relaxed);
             self.add(seq, kind, user_key, value);
         }
+    }
+
+    /// Puts that found their membuffer bucket (or the whole membuffer) full and went straight
+    /// to the skiplist; 0 without a membuffer.
+    pub fn membuffer_fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
     }
 
     /// The newest entry for `user_key`, whatever its sequence, as `(seq, result)`; `None` if the
