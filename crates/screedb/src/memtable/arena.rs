@@ -15,9 +15,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-/// Bytes in a regular chunk (2 MiB, one transparent huge page; 4 KiB under Miri to keep it
-/// fast).
-pub(crate) const CHUNK_SIZE: usize = if cfg!(miri) { 4 << 10 } else { 2 << 20 };
+/// Bytes in a regular chunk (1 MiB; 4 KiB under Miri to keep it fast).
+pub(crate) const CHUNK_SIZE: usize = if cfg!(miri) { 4 << 10 } else { 1 << 20 };
 
 /// Requests above this size get a dedicated chunk.
 const OVERSIZE: usize = CHUNK_SIZE / 4;
@@ -103,12 +102,7 @@ impl Arena {
 
     /// Allocates a chunk of `size` bytes, records it and returns its base.
     fn new_chunk(&self, chunks: &mut Chunks, size: usize) -> NonNull<u8> {
-        let align = if size == CHUNK_SIZE {
-            CHUNK_SIZE
-        } else {
-            MAX_ALIGN
-        };
-        let Ok(layout) = Layout::from_size_align(size.max(1), align) else {
+        let Ok(layout) = Layout::from_size_align(size.max(1), MAX_ALIGN) else {
             panic!("arena allocation of {size} bytes is larger than any layout allows");
         };
         chunks.owned.reserve(1);
@@ -117,9 +111,6 @@ impl Arena {
         let Some(base) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
-        if size == CHUNK_SIZE {
-            advise_huge_pages(base, size);
-        }
         chunks.owned.push((base, layout));
         self.usage.fetch_add(
             layout.size() + size_of::<(NonNull<u8>, Layout)>(),
@@ -139,22 +130,6 @@ impl Arena {
         self.allocated.load(Ordering::Relaxed)
     }
 }
-
-/// Asks the kernel to back the chunk at `base` with a transparent huge page. Skiplist searches
-/// and drains touch nodes at random addresses across the whole memtable; with 4 KiB pages nearly
-/// every node visited in a large memtable is also a TLB miss (see docs/memory.md, Performance).
-/// Advice only: if the kernel declines, nothing changes.
-#[cfg(all(target_os = "linux", not(miri)))]
-fn advise_huge_pages(base: NonNull<u8>, size: usize) {
-    // SAFETY: `base..base + size` is a live allocation of ours, aligned to `size` (a multiple of
-    // the page size); MADV_HUGEPAGE changes no contents and its failure is harmless.
-    unsafe {
-        libc::madvise(base.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", not(miri))))]
-fn advise_huge_pages(_base: NonNull<u8>, _size: usize) {}
 
 impl Drop for Arena {
     fn drop(&mut self) {
