@@ -11,7 +11,7 @@
 //! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
 //! waits at most for one bucket operation, never for a drain's skiplist insert.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
 // The model check (`--features model-check`, `model_check.rs`) runs the membuffer over
 // shuttle's primitives, whose scheduler then explores the interleavings.
@@ -41,13 +41,14 @@ const ASSUMED_ENTRY_BYTES: usize = 128;
 /// Most neighbourhoods used (a power of two).
 const MAX_NEIGHBOURHOODS: usize = 1024;
 
-/// One buffered version: `data` is the user key followed by the value, shared so that a drain
-/// copies an entry out of its bucket by a reference count, without allocating or copying bytes.
+/// One buffered version: `data` is the user key followed by the value. (An `Arc<[u8]>`, making
+/// the drain's copy a reference count, measured slower: the drain's atomic increments and
+/// decrements on lines the writer just wrote cost more than the copy; see docs/memory.md.)
 /// `tag` is 32 bits of the key's hash: a bucket lookup compares tags first and reads the key
 /// bytes (a pointer away, a likely cache miss) only when they match.
 #[derive(Debug, Clone)]
 pub(crate) struct BufferedEntry {
-    data: Arc<[u8]>,
+    data: Box<[u8]>,
     key_len: u32,
     tag: u32,
     pub(crate) seq: SequenceNumber,
@@ -63,7 +64,12 @@ impl BufferedEntry {
 
     fn new(key: &[u8], tag: u32, seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
         BufferedEntry {
-            data: key.iter().chain(value).copied().collect(),
+            data: {
+                let mut data = Vec::with_capacity(key.len() + value.len());
+                data.extend_from_slice(key);
+                data.extend_from_slice(value);
+                data.into_boxed_slice()
+            },
             // Keys are at most `key::MAX_KEY_LEN` bytes (checked before any write), far below
             // u32::MAX; saturate rather than wrap if that ever changed.
             key_len: u32::try_from(key.len()).unwrap_or(u32::MAX),
