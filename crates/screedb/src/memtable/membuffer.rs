@@ -28,6 +28,7 @@ use std::sync::{
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::skiplist::BatchEntry;
 use crate::key::{SequenceNumber, ValueKind};
 
 /// Locks a bucket, ignoring poisoning (as `crate::sync::lock`, for either mutex type).
@@ -56,12 +57,6 @@ pub(crate) struct BufferedEntry {
 }
 
 impl BufferedEntry {
-    /// A value entry, for tests outside this module.
-    #[cfg(all(test, feature = "model-check"))]
-    pub(crate) fn for_test(key: &[u8], seq: SequenceNumber, value: &[u8]) -> Self {
-        Self::new(key, tag_of(xxh3_64(key)), seq, ValueKind::Value, value)
-    }
-
     fn new(key: &[u8], tag: u32, seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
         BufferedEntry {
             data: {
@@ -294,26 +289,41 @@ impl Membuffer {
     /// copies them, hands them to `insert` (which must make them readable in the skiplist before
     /// it returns), then removes those not overwritten meanwhile. An entry is thus always
     /// readable in the buffer, the skiplist or both. Returns the number of entries handed over.
+    /// The copies go into one byte buffer (no allocation per entry).
     pub(crate) fn drain_hood(
         &self,
         hood: usize,
         upto: SequenceNumber,
-        insert: impl FnOnce(&mut Vec<BufferedEntry>),
+        insert: impl FnOnce(&mut [BatchEntry<'_>]),
     ) -> usize {
         let range = hood * self.buckets_per_hood..(hood + 1) * self.buckets_per_hood;
         let Some(buckets) = self.buckets.get(range) else {
             return 0;
         };
-        let mut taken = Vec::new();
+        // (start in `bytes`, key length, key + value length, seq, kind) per copied entry.
+        let mut copied = Vec::new();
+        let mut bytes = Vec::new();
         for b in buckets {
-            taken.extend(lock(&b.0).entries.iter().filter(|e| e.seq <= upto).cloned());
+            for e in lock(&b.0).entries.iter().filter(|e| e.seq <= upto) {
+                copied.push((bytes.len(), e.key_len as usize, e.bytes(), e.seq, e.kind));
+                bytes.extend_from_slice(&e.data);
+            }
         }
-        if taken.is_empty() {
+        if copied.is_empty() {
             return 0;
         }
-        let n = taken.len();
-        let mut seqs: Vec<SequenceNumber> = taken.iter().map(|e| e.seq).collect();
+        let n = copied.len();
+        let mut seqs: Vec<SequenceNumber> = copied.iter().map(|c| c.3).collect();
         seqs.sort_unstable();
+        let mut taken: Vec<BatchEntry<'_>> = copied
+            .iter()
+            .map(|&(at, key_len, len, seq, kind)| BatchEntry {
+                user_key: &bytes[at..at + key_len],
+                seq,
+                kind,
+                value: &bytes[at + key_len..at + len],
+            })
+            .collect();
         insert(&mut taken);
         for b in buckets {
             let mut bucket = lock(&b.0);
@@ -457,7 +467,10 @@ mod tests {
         }
         let mut handed = Vec::new();
         let n = m.drain_hood(0, 2, |entries| {
-            handed = entries.iter().map(|e| (e.key().to_vec(), e.seq)).collect();
+            handed = entries
+                .iter()
+                .map(|e| (e.user_key.to_vec(), e.seq))
+                .collect();
             // A write overwrites "a" while the drain inserts it.
             m.put(b"a", 9, ValueKind::Value, b"w", |_| true, |_| {});
         });

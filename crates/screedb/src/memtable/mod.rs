@@ -188,10 +188,7 @@ impl MemTable {
     }
 
     fn drain_hood(&self, buffer: &Membuffer, hood: usize, upto: SequenceNumber) -> usize {
-        buffer.drain_hood(hood, upto, |entries| {
-            let mut refs: Vec<BatchEntry<'_>> = entries.iter().map(entry_ref).collect();
-            self.add_batch(&mut refs);
-        })
+        buffer.drain_hood(hood, upto, |entries| self.add_batch(entries))
     }
 
     /// Entries waiting in the membuffer.
