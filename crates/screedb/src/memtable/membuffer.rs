@@ -9,7 +9,9 @@
 //! skiplist. The buffer keeps one version per key (the newest written to it).
 //!
 //! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
-//! waits at most for one bucket operation, never for a drain's skiplist insert.
+//! waits at most for one bucket operation, never for a drain's skiplist insert. A bucket is one
+//! cache line holding, next to its mutex, a hash tag per entry, so a lookup reads an entry's key
+//! (a pointer away) only when the tags match.
 
 use std::sync::PoisonError;
 

@@ -45,8 +45,7 @@ pub enum LookupResult {
 pub struct MemTable {
     list: Arc<SkipList>,
     buffer: Option<Membuffer>,
-    /// Puts that found no room in the membuffer and went to the skiplist (written by the one
-    /// writer only, Relaxed).
+    /// Puts that found no room in the membuffer and went to the skiplist (a statistic).
     fallbacks: AtomicU64,
 }
 
@@ -120,8 +119,7 @@ impl MemTable {
             self.list.insert_sorted(&[entry_ref(old)]);
         };
         if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
-            let n = self.fallbacks.load(Ordering::Relaxed);
-            self.fallbacks.store(n + 1, Ordering::Relaxed);
+            self.fallbacks.fetch_add(1, Ordering::Relaxed);
             self.add(seq, kind, user_key, value);
         }
     }
@@ -380,6 +378,20 @@ mod tests {
         assert_eq!(m.get(b"zzz", 100), LookupResult::NotFound);
         assert_eq!(m.len(), 5);
         assert!(!m.is_empty());
+    }
+
+    #[test]
+    fn puts_without_room_in_the_membuffer_are_counted() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let m = MemTable::with_membuffer(icmp, 100, 2); // one bucket of two entries
+        for (seq, k) in [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"a")] {
+            m.put(seq, ValueKind::Value, k, b"v", None);
+        }
+        // "c" found the bucket full; "a" again replaced its slot.
+        assert_eq!(m.membuffer_fallbacks(), 1);
+        assert_eq!((m.buffered_len(), m.len()), (2, 3));
+        assert_eq!(m.get(b"c", 9), LookupResult::Found(b"v".to_vec()));
+        assert_eq!(mem().membuffer_fallbacks(), 0);
     }
 
     #[test]
