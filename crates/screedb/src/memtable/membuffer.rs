@@ -9,7 +9,9 @@
 //! skiplist. The buffer keeps one version per key (the newest written to it).
 //!
 //! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
-//! waits at most for one bucket operation, never for a drain's skiplist insert.
+//! waits at most for one bucket operation, never for a drain's skiplist insert. A bucket is one
+//! cache line holding, next to its mutex, a hash tag per entry, so a lookup reads an entry's key
+//! (a pointer away) only when the tags match.
 
 use std::sync::PoisonError;
 
@@ -28,6 +30,7 @@ use std::sync::{
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::skiplist::BatchEntry;
 use crate::key::{SequenceNumber, ValueKind};
 
 /// Locks a bucket, ignoring poisoning (as `crate::sync::lock`, for either mutex type).
@@ -41,46 +44,103 @@ const ASSUMED_ENTRY_BYTES: usize = 128;
 /// Most neighbourhoods used (a power of two).
 const MAX_NEIGHBOURHOODS: usize = 1024;
 
-/// One buffered version: `data` is the user key followed by the value.
+/// One buffered version: `data` is the user key followed by the value. (An `Arc<[u8]>`, making
+/// the drain's copy a reference count, measured slower: the drain's atomic increments and
+/// decrements on lines the writer just wrote cost more than the copy; see docs/memory.md.)
+/// `tag` is 32 bits of the key's hash: a bucket lookup compares tags first and reads the key
+/// bytes (a pointer away, a likely cache miss) only when they match.
 #[derive(Debug, Clone)]
 pub(crate) struct BufferedEntry {
     data: Box<[u8]>,
-    key_len: usize,
+    key_len: u32,
+    tag: u32,
     pub(crate) seq: SequenceNumber,
     pub(crate) kind: ValueKind,
 }
 
 impl BufferedEntry {
-    /// A value entry, for tests outside this module.
-    #[cfg(all(test, feature = "model-check"))]
-    pub(crate) fn for_test(key: &[u8], seq: SequenceNumber, value: &[u8]) -> Self {
-        Self::new(key, seq, ValueKind::Value, value)
-    }
-
-    fn new(key: &[u8], seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
-        let mut data = Vec::with_capacity(key.len() + value.len());
-        data.extend_from_slice(key);
-        data.extend_from_slice(value);
+    fn new(key: &[u8], tag: u32, seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
         BufferedEntry {
-            data: data.into_boxed_slice(),
-            key_len: key.len(),
+            data: {
+                let mut data = Vec::with_capacity(key.len() + value.len());
+                data.extend_from_slice(key);
+                data.extend_from_slice(value);
+                data.into_boxed_slice()
+            },
+            // Keys are at most `key::MAX_KEY_LEN` bytes (checked before any write), far below
+            // u32::MAX; saturate rather than wrap if that ever changed.
+            key_len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            tag,
             seq,
             kind,
         }
     }
 
     pub(crate) fn key(&self) -> &[u8] {
-        &self.data[..self.key_len]
+        &self.data[..self.key_len as usize]
     }
 
     pub(crate) fn value(&self) -> &[u8] {
-        &self.data[self.key_len..]
+        &self.data[self.key_len as usize..]
     }
 
     fn bytes(&self) -> usize {
         self.data.len()
     }
+
+    fn is(&self, tag: u32, key: &[u8]) -> bool {
+        self.tag == tag && self.key() == key
+    }
 }
+
+/// The tag of a key whose xxh3 hash is `hash`: its high 32 bits (the low bits pick the bucket).
+fn tag_of(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// Tags a bucket keeps inline, next to its mutex, for its first entries.
+const INLINE_TAGS: usize = 8;
+
+/// The entries of one bucket. `tags[i]` is `entries[i].tag` for `i < INLINE_TAGS`, so a lookup
+/// of an absent key reads only the bucket's own cache line (the entries are a pointer away).
+#[derive(Debug, Default)]
+struct Bucket {
+    entries: Vec<BufferedEntry>,
+    tags: [u32; INLINE_TAGS],
+}
+
+impl Bucket {
+    /// The index of `key`'s entry, if buffered.
+    fn find(&self, tag: u32, key: &[u8]) -> Option<usize> {
+        let inline = self.entries.len().min(INLINE_TAGS);
+        if let Some(i) = (0..inline).find(|&i| self.tags[i] == tag && self.entries[i].key() == key)
+        {
+            return Some(i);
+        }
+        let rest = self.entries.get(inline..)?;
+        rest.iter().position(|e| e.is(tag, key)).map(|i| inline + i)
+    }
+
+    fn push(&mut self, e: BufferedEntry) {
+        if let Some(t) = self.tags.get_mut(self.entries.len()) {
+            *t = e.tag;
+        }
+        self.entries.push(e);
+    }
+
+    /// Re-derives the inline tags after entries were removed.
+    fn retag(&mut self) {
+        for (t, e) in self.tags.iter_mut().zip(&self.entries) {
+            *t = e.tag;
+        }
+    }
+}
+
+/// A bucket's mutex and contents on a cache line of their own (false sharing between the
+/// writer and a drainer would cost more than the padding).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Slot(Mutex<Bucket>);
 
 /// What [`Membuffer::put`] did.
 #[derive(Debug)]
@@ -96,7 +156,7 @@ pub(crate) enum PutOutcome {
 /// A fixed-size concurrent hash table of the newest buffered version per key.
 #[derive(Debug)]
 pub(crate) struct Membuffer {
-    buckets: Box<[Mutex<Vec<BufferedEntry>>]>,
+    buckets: Box<[Slot]>,
     /// log2 of the number of neighbourhoods.
     hood_bits: u32,
     buckets_per_hood: usize,
@@ -114,7 +174,7 @@ impl Membuffer {
         let buckets = wanted.next_power_of_two();
         let hoods = buckets.min(MAX_NEIGHBOURHOODS);
         Membuffer {
-            buckets: (0..buckets).map(|_| Mutex::new(Vec::new())).collect(),
+            buckets: (0..buckets).map(|_| Slot::default()).collect(),
             hood_bits: hoods.trailing_zeros(),
             buckets_per_hood: buckets / hoods,
             bucket_entries,
@@ -135,9 +195,14 @@ impl Membuffer {
         (u64::from_be_bytes(prefix) >> (64 - self.hood_bits)) as usize
     }
 
-    fn bucket_index(&self, key: &[u8]) -> usize {
-        let within = (xxh3_64(key) % self.buckets_per_hood as u64) as usize;
-        self.hood(key) * self.buckets_per_hood + within
+    /// The bucket of `key` and the key's tag.
+    fn locate(&self, key: &[u8]) -> (usize, u32) {
+        let hash = xxh3_64(key);
+        let within = (hash % self.buckets_per_hood as u64) as usize;
+        (
+            self.hood(key) * self.buckets_per_hood + within,
+            tag_of(hash),
+        )
     }
 
     /// Number of neighbourhoods; [`Self::drain_hood`] takes one of them.
@@ -182,15 +247,17 @@ impl Membuffer {
         keep: impl FnOnce(&BufferedEntry),
     ) -> PutOutcome {
         let size = key.len() + value.len();
-        let mut bucket = lock(&self.buckets[self.bucket_index(key)]);
-        if let Some(slot) = bucket.iter_mut().find(|e| e.key() == key) {
+        let (index, tag) = self.locate(key);
+        let mut bucket = lock(&self.buckets[index].0);
+        if let Some(i) = bucket.find(tag, key) {
+            let slot = &mut bucket.entries[i];
             debug_assert!(slot.seq < seq, "membuffer versions must grow");
             let displaced = !may_drop(slot.seq);
             if displaced {
                 keep(slot);
             }
             let old = slot.bytes();
-            *slot = BufferedEntry::new(key, seq, kind, value);
+            *slot = BufferedEntry::new(key, tag, seq, kind, value);
             self.bytes.fetch_add(size, Ordering::Relaxed);
             self.bytes.fetch_sub(old, Ordering::Relaxed);
             return if displaced {
@@ -199,13 +266,14 @@ impl Membuffer {
                 PutOutcome::Stored
             };
         }
-        if bucket.len() >= self.bucket_entries || self.bytes() + size > self.capacity_bytes {
+        if bucket.entries.len() >= self.bucket_entries || self.bytes() + size > self.capacity_bytes
+        {
             return PutOutcome::Full;
         }
-        if bucket.capacity() == 0 {
-            bucket.reserve_exact(self.bucket_entries);
+        if bucket.entries.capacity() == 0 {
+            bucket.entries.reserve_exact(self.bucket_entries);
         }
-        bucket.push(BufferedEntry::new(key, seq, kind, value));
+        bucket.push(BufferedEntry::new(key, tag, seq, kind, value));
         self.len.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(size, Ordering::Relaxed);
         PutOutcome::Stored
@@ -213,47 +281,66 @@ impl Membuffer {
 
     /// The buffered version of `key`, if any.
     pub(crate) fn get(&self, key: &[u8]) -> Option<BufferedEntry> {
-        let bucket = lock(&self.buckets[self.bucket_index(key)]);
-        bucket.iter().find(|e| e.key() == key).cloned()
+        let (index, tag) = self.locate(key);
+        let bucket = lock(&self.buckets[index].0);
+        let i = bucket.find(tag, key)?;
+        Some(bucket.entries[i].clone())
     }
 
     /// Moves the entries of neighbourhood `hood` with sequence <= `upto` out of the buffer:
     /// copies them, hands them to `insert` (which must make them readable in the skiplist before
     /// it returns), then removes those not overwritten meanwhile. An entry is thus always
     /// readable in the buffer, the skiplist or both. Returns the number of entries handed over.
+    /// The copies go into one byte buffer (no allocation per entry).
     pub(crate) fn drain_hood(
         &self,
         hood: usize,
         upto: SequenceNumber,
-        insert: impl FnOnce(&mut Vec<BufferedEntry>),
+        insert: impl FnOnce(&mut [BatchEntry<'_>]),
     ) -> usize {
         let range = hood * self.buckets_per_hood..(hood + 1) * self.buckets_per_hood;
         let Some(buckets) = self.buckets.get(range) else {
             return 0;
         };
-        let mut taken = Vec::new();
+        // (start in `bytes`, key length, key + value length, seq, kind) per copied entry.
+        let mut copied = Vec::new();
+        let mut bytes = Vec::new();
         for b in buckets {
-            taken.extend(lock(b).iter().filter(|e| e.seq <= upto).cloned());
+            for e in lock(&b.0).entries.iter().filter(|e| e.seq <= upto) {
+                copied.push((bytes.len(), e.key_len as usize, e.bytes(), e.seq, e.kind));
+                bytes.extend_from_slice(&e.data);
+            }
         }
-        if taken.is_empty() {
+        if copied.is_empty() {
             return 0;
         }
-        let n = taken.len();
-        let mut seqs: Vec<SequenceNumber> = taken.iter().map(|e| e.seq).collect();
+        let n = copied.len();
+        let mut seqs: Vec<SequenceNumber> = copied.iter().map(|c| c.3).collect();
         seqs.sort_unstable();
+        let mut taken: Vec<BatchEntry<'_>> = copied
+            .iter()
+            .map(|&(at, key_len, len, seq, kind)| BatchEntry {
+                user_key: &bytes[at..at + key_len],
+                seq,
+                kind,
+                value: &bytes[at + key_len..at + len],
+            })
+            .collect();
         insert(&mut taken);
         for b in buckets {
-            let mut bucket = lock(b);
-            let before = bucket.len();
+            let mut bucket = lock(&b.0);
+            let before = bucket.entries.len();
             let mut freed = 0;
-            bucket.retain(|e| {
+            bucket.entries.retain(|e| {
                 let drained = seqs.binary_search(&e.seq).is_ok();
                 if drained {
                     freed += e.bytes();
                 }
                 !drained
             });
-            self.len.fetch_sub(before - bucket.len(), Ordering::Relaxed);
+            bucket.retag();
+            self.len
+                .fetch_sub(before - bucket.entries.len(), Ordering::Relaxed);
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
         n
@@ -329,6 +416,52 @@ mod tests {
     }
 
     #[test]
+    fn buckets_larger_than_the_inline_tags_find_every_key() {
+        let n = INLINE_TAGS + 4;
+        let m = Membuffer::new(1000, n); // one bucket of n entries
+        let key = |i: usize| format!("key{i}").into_bytes();
+        for i in 0..n {
+            let out = m.put(
+                &key(i),
+                i as u64 + 1,
+                ValueKind::Value,
+                b"v",
+                |_| true,
+                |_| {},
+            );
+            assert!(matches!(out, PutOutcome::Stored));
+        }
+        assert!(matches!(
+            m.put(b"other", 99, ValueKind::Value, b"v", |_| true, |_| {}),
+            PutOutcome::Full
+        ));
+        // Overwrites find keys both inside and beyond the inline tags.
+        for i in [1, n - 1] {
+            m.put(
+                &key(i),
+                100 + i as u64,
+                ValueKind::Value,
+                b"w",
+                |_| true,
+                |_| {},
+            );
+            assert_eq!(m.get(&key(i)).map(|e| e.seq), Some(100 + i as u64));
+        }
+        assert_eq!(m.len(), n);
+        // Drain the older half; the survivors move down and must stay findable.
+        m.drain_hood(0, n as u64 / 2, |_| {});
+        for i in 0..n {
+            let want = match i {
+                1 => Some(101),
+                _ if i == n - 1 => Some(100 + i as u64),
+                _ if i < n / 2 => None,
+                _ => Some(i as u64 + 1),
+            };
+            assert_eq!(m.get(&key(i)).map(|e| e.seq), want, "key {i}");
+        }
+    }
+
+    #[test]
     fn drain_keeps_entries_overwritten_meanwhile() {
         let m = Membuffer::new(1000, 4);
         for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
@@ -336,7 +469,10 @@ mod tests {
         }
         let mut handed = Vec::new();
         let n = m.drain_hood(0, 2, |entries| {
-            handed = entries.iter().map(|e| (e.key().to_vec(), e.seq)).collect();
+            handed = entries
+                .iter()
+                .map(|e| (e.user_key.to_vec(), e.seq))
+                .collect();
             // A write overwrites "a" while the drain inserts it.
             m.put(b"a", 9, ValueKind::Value, b"w", |_| true, |_| {});
         });

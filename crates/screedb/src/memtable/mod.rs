@@ -14,6 +14,7 @@ mod skiplist;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::Result;
@@ -44,6 +45,8 @@ pub enum LookupResult {
 pub struct MemTable {
     list: Arc<SkipList>,
     buffer: Option<Membuffer>,
+    /// Puts that found no room in the membuffer and went to the skiplist (a statistic).
+    fallbacks: AtomicU64,
 }
 
 impl fmt::Debug for MemTable {
@@ -61,6 +64,7 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: None,
+            fallbacks: AtomicU64::new(0),
         }
     }
 
@@ -74,6 +78,7 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
+            fallbacks: AtomicU64::new(0),
         }
     }
 
@@ -114,8 +119,15 @@ impl MemTable {
             self.list.insert_sorted(&[entry_ref(old)]);
         };
         if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
+            self.fallbacks.fetch_add(1, Ordering::Relaxed);
             self.add(seq, kind, user_key, value);
         }
+    }
+
+    /// Puts that found their membuffer bucket (or the whole membuffer) full and went straight
+    /// to the skiplist; 0 without a membuffer.
+    pub fn membuffer_fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
     }
 
     /// The newest entry for `user_key`, whatever its sequence, as `(seq, result)`; `None` if the
@@ -174,10 +186,7 @@ impl MemTable {
     }
 
     fn drain_hood(&self, buffer: &Membuffer, hood: usize, upto: SequenceNumber) -> usize {
-        buffer.drain_hood(hood, upto, |entries| {
-            let mut refs: Vec<BatchEntry<'_>> = entries.iter().map(entry_ref).collect();
-            self.add_batch(&mut refs);
-        })
+        buffer.drain_hood(hood, upto, |entries| self.add_batch(entries))
     }
 
     /// Entries waiting in the membuffer.
@@ -369,6 +378,20 @@ mod tests {
         assert_eq!(m.get(b"zzz", 100), LookupResult::NotFound);
         assert_eq!(m.len(), 5);
         assert!(!m.is_empty());
+    }
+
+    #[test]
+    fn puts_without_room_in_the_membuffer_are_counted() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let m = MemTable::with_membuffer(icmp, 100, 2); // one bucket of two entries
+        for (seq, k) in [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"a")] {
+            m.put(seq, ValueKind::Value, k, b"v", None);
+        }
+        // "c" found the bucket full; "a" again replaced its slot.
+        assert_eq!(m.membuffer_fallbacks(), 1);
+        assert_eq!((m.buffered_len(), m.len()), (2, 3));
+        assert_eq!(m.get(b"c", 9), LookupResult::Found(b"v".to_vec()));
+        assert_eq!(mem().membuffer_fallbacks(), 0);
     }
 
     #[test]

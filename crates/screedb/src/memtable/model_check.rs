@@ -35,10 +35,10 @@ struct List {
 }
 
 impl List {
-    fn insert(&mut self, e: &BufferedEntry) {
+    fn insert(&mut self, key: &[u8], seq: SequenceNumber, value: &[u8]) {
         self.map
-            .entry((e.key().to_vec(), e.seq))
-            .or_insert_with(|| e.value().to_vec());
+            .entry((key.to_vec(), seq))
+            .or_insert_with(|| value.to_vec());
     }
 
     /// The newest version of `key` at or below `upto`.
@@ -73,13 +73,17 @@ impl World {
         let seq = leader.last;
         let newest = leader.snapshots.iter().max().copied();
         let may_drop = |old: SequenceNumber| newest.is_none_or(|s| old > s);
-        let keep = |old: &BufferedEntry| self.list.lock().unwrap().insert(old);
+        let keep = |old: &BufferedEntry| {
+            self.list
+                .lock()
+                .unwrap()
+                .insert(old.key(), old.seq, old.value())
+        };
         let out = self
             .buffer
             .put(key, seq, ValueKind::Value, value, may_drop, keep);
         if let PutOutcome::Full = out {
-            let e = BufferedEntry::for_test(key, seq, value);
-            self.list.lock().unwrap().insert(&e);
+            self.list.lock().unwrap().insert(key, seq, value);
         }
         leader.written.push((key.to_vec(), seq, value.to_vec()));
     }
@@ -104,7 +108,7 @@ impl World {
         self.buffer.drain_hood(hood, u64::MAX, |entries| {
             let mut list = self.list.lock().unwrap();
             for e in entries.iter() {
-                list.insert(e);
+                list.insert(e.user_key, e.seq, e.value);
             }
         });
     }
