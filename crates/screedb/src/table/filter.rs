@@ -1,21 +1,55 @@
 //! The whole-table Bloom filter over user keys.
 //!
 //! ```text
-//! filter := bits: [u8; m / 8] | k: u8
+//! filter := bits: [u8; m / 8] | tag: u8
 //! ```
 //!
-//! `m` is `max(64, n * bits_per_key)` rounded up to a multiple of 8, for `n` distinct user keys;
-//! `k = round(bits_per_key * ln 2)` clamped to 1..=30. A key sets bits `h, h + d, h + 2d, ...`
-//! (mod m, k of them) where `h` = xxh3-64(user key) and `d = h.rotate_right(17)` (double hashing
-//! as in LevelDB's bloom.cc, with a 64-bit hash). Bit `i` is bit `i % 8` of byte `i / 8`.
+//! Two layouts share the block (meta-index name `screedb.filter.bloom`); the trailing byte tells
+//! them apart. `h` = xxh3-64(user key); `k = round(bits_per_key * ln 2)` clamped to 1..=30.
 //!
-//! The filter is stored as a checksummed meta block, loaded once by `Table::open` and kept in
-//! memory.
+//! - **Blocked** (`tag = 0x80 | k`, written since 2026-11-22): `m` is a multiple of 512 bits,
+//!   `max(512, n * bits_per_key)` rounded up, for `n` distinct user keys: `m / 512` cache-line
+//!   blocks of 64 bytes. A key lives in block `((h >> 32) * blocks) >> 32` (the high half of the
+//!   hash, mapped by multiply-shift) and sets `k` bits of it: with `x` = the low 32 bits of `h`,
+//!   bit `x >> 23` (0..512 within the block), then `x = x * 0x9E3779B9` (wrapping), `k` times.
+//!   A probe touches one cache line, however large the filter (RocksDB's "fast local Bloom"
+//!   idea): one memory miss per probe instead of up to `k`, for about the same false-positive
+//!   rate at 10 bits per key (0.98% measured on 200,000 keys).
+//! - **Classic** (`tag = k`, 1..=30; tables written before): `m` is `max(64, n * bits_per_key)`
+//!   rounded up to a multiple of 8; a key sets bits `h, h + d, h + 2d, ...` (mod m, k of them)
+//!   with `d = h.rotate_right(17)` (double hashing as in LevelDB's bloom.cc). Still read.
+//!
+//! Bit `i` is bit `i % 8` of byte `i / 8`. The filter is stored as a checksummed meta block,
+//! loaded once by `Table::open` and kept in memory.
 
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Largest number of probes a filter may use.
 const MAX_PROBES: u8 = 30;
+
+/// Tag bit of the blocked layout in the trailing byte.
+const BLOCKED: u8 = 0x80;
+
+/// Bytes of one block of the blocked layout (a cache line).
+const BLOCK_BYTES: usize = 64;
+
+/// Multiplier stepping the probe within a block (2^32 / golden ratio).
+const STEP: u32 = 0x9E37_79B9;
+
+/// The block of the blocked layout a hash falls into, out of `blocks`.
+fn block_of(h: u64, blocks: usize) -> usize {
+    (((h >> 32) * blocks as u64) >> 32) as usize
+}
+
+/// The `k` bit positions (0..512) a hash sets within its block.
+fn bits_in_block(h: u64, k: u8) -> impl Iterator<Item = usize> {
+    let mut x = h as u32;
+    (0..k).map(move |_| {
+        let bit = (x >> 23) as usize;
+        x = x.wrapping_mul(STEP);
+        bit
+    })
+}
 
 fn probes_for(bits_per_key: u32) -> u8 {
     let k = (f64::from(bits_per_key) * std::f64::consts::LN_2).round();
@@ -60,8 +94,26 @@ impl BloomFilterBuilder {
         self.hashes.len()
     }
 
-    /// The encoded filter.
+    /// The encoded filter (blocked layout).
     pub fn finish(&self) -> Vec<u8> {
+        let bits = (self.hashes.len() as u64).saturating_mul(u64::from(self.bits_per_key));
+        let blocks = usize::try_from(bits.div_ceil(512).max(1)).unwrap_or(usize::MAX / 128);
+        let k = probes_for(self.bits_per_key);
+        let mut out = vec![0u8; blocks * BLOCK_BYTES + 1];
+        for &h in &self.hashes {
+            let block = &mut out[block_of(h, blocks) * BLOCK_BYTES..][..BLOCK_BYTES];
+            for bit in bits_in_block(h, k) {
+                block[bit / 8] |= 1 << (bit % 8);
+            }
+        }
+        out[blocks * BLOCK_BYTES] = BLOCKED | k;
+        out
+    }
+
+    /// The encoded filter in the classic layout (what tables written before the blocked layout
+    /// hold), so tests can check those still read.
+    #[cfg(test)]
+    pub fn finish_classic(&self) -> Vec<u8> {
         let bits = (self.hashes.len() as u64)
             .saturating_mul(u64::from(self.bits_per_key))
             .max(64);
@@ -87,23 +139,37 @@ impl BloomFilterBuilder {
 pub struct BloomFilter {
     data: Vec<u8>,
     k: u8,
+    blocked: bool,
 }
 
 impl BloomFilter {
-    /// Parses an encoded filter; `None` if it has no bit array or an out-of-range probe count.
+    /// Parses an encoded filter; `None` if it has no bit array, an out-of-range probe count, or
+    /// (blocked layout) a bit array that is not whole blocks.
     pub fn new(mut data: Vec<u8>) -> Option<BloomFilter> {
-        let k = data.pop()?;
-        if data.is_empty() || !(1..=MAX_PROBES).contains(&k) {
+        let tag = data.pop()?;
+        let (blocked, k) = (tag & BLOCKED != 0, tag & !BLOCKED);
+        if data.is_empty()
+            || !(1..=MAX_PROBES).contains(&k)
+            || (blocked && data.len() % BLOCK_BYTES != 0)
+        {
             return None;
         }
-        Some(BloomFilter { data, k })
+        Some(BloomFilter { data, k, blocked })
     }
 
     /// False only if `user_key` was certainly never added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        let h = xxh3_64(user_key);
+        if self.blocked {
+            let blocks = self.data.len() / BLOCK_BYTES;
+            let start = block_of(h, blocks) * BLOCK_BYTES;
+            let Some(block) = self.data.get(start..start + BLOCK_BYTES) else {
+                return true;
+            };
+            return bits_in_block(h, self.k).all(|bit| block[bit / 8] & (1 << (bit % 8)) != 0);
+        }
         let bits = self.data.len() as u64 * 8;
-        let h0 = xxh3_64(user_key);
-        let (mut h, delta) = (h0, h0.rotate_right(17));
+        let (mut h, delta) = (h, h.rotate_right(17));
         for _ in 0..self.k {
             let pos = h % bits;
             let byte = self.data.get((pos / 8) as usize).copied().unwrap_or(0);
@@ -159,9 +225,51 @@ mod tests {
             b.add_key(b"same"); // versions of one key count once
         }
         assert_eq!(b.num_keys(), 1);
-        assert_eq!(b.finish().len(), 64 / 8 + 1);
+        assert_eq!(
+            b.finish().len(),
+            BLOCK_BYTES + 1,
+            "one 64-byte block at least"
+        );
+        assert_eq!(b.finish_classic().len(), 64 / 8 + 1);
+        // 1000 keys x 10 bits = 10,000 bits: 20 blocks of 512.
         let f = build((0..1000u32).map(|i| i.to_le_bytes().to_vec()), 10);
-        assert_eq!(f.size(), 10_000 / 8 + 1);
+        assert_eq!(f.size(), 20 * BLOCK_BYTES + 1);
+    }
+
+    #[test]
+    fn classic_filters_of_older_tables_still_answer() {
+        let n = 10_000u32;
+        let mut b = BloomFilterBuilder::new(10);
+        for i in 0..n {
+            b.add_key(format!("key-{i}").as_bytes());
+        }
+        let f = BloomFilter::new(b.finish_classic()).unwrap();
+        assert!(!f.blocked);
+        assert!((0..n).all(|i| f.may_contain(format!("key-{i}").as_bytes())));
+        let fp = (0..n)
+            .filter(|i| f.may_contain(format!("absent-{i}").as_bytes()))
+            .count();
+        assert!(fp < 300, "{fp} false positives of {n}");
+    }
+
+    #[test]
+    fn a_key_sets_bits_of_one_block_only() {
+        let mut one = BloomFilterBuilder::new(10);
+        one.add_key(b"only");
+        // 200 copies of one hash (2000 bits: a 4-block filter): exactly one block has bits set.
+        let data = BloomFilterBuilder {
+            bits_per_key: 10,
+            hashes: one.hashes.iter().copied().cycle().take(200).collect(),
+            last_key: None,
+        }
+        .finish();
+        let non_empty = data[..data.len() - 1]
+            .chunks(BLOCK_BYTES)
+            .filter(|block| block.iter().any(|&byte| byte != 0))
+            .count();
+        assert_eq!(data.len(), 4 * BLOCK_BYTES + 1);
+        assert_eq!(non_empty, 1);
+        assert!(BloomFilter::new(data).unwrap().may_contain(b"only"));
     }
 
     #[test]
@@ -172,6 +280,16 @@ mod tests {
         assert!(BloomFilter::new(vec![7]).is_none());
         assert!(BloomFilter::new(vec![0xff, 0]).is_none());
         assert!(BloomFilter::new(vec![0xff, 31]).is_none());
+        // Blocked layout: whole 64-byte blocks and 1..=30 probes only.
+        assert!(BloomFilter::new(vec![0xff; 65]).is_none());
+        let mut ok = vec![0xff; 64];
+        ok.push(BLOCKED | 7);
+        assert!(BloomFilter::new(ok.clone()).is_some());
+        ok[64] = BLOCKED;
+        assert!(BloomFilter::new(ok).is_none());
+        let mut ragged = vec![0xff; 63];
+        ragged.push(BLOCKED | 7);
+        assert!(BloomFilter::new(ragged).is_none());
     }
 
     proptest! {
@@ -181,8 +299,14 @@ mod tests {
             bits in 1u32..24,
         ) {
             let f = build(keys.clone(), bits);
+            let mut b = BloomFilterBuilder::new(bits);
+            for k in &keys {
+                b.add_key(k);
+            }
+            let classic = BloomFilter::new(b.finish_classic()).unwrap();
             for k in &keys {
                 prop_assert!(f.may_contain(k));
+                prop_assert!(classic.may_contain(k));
             }
         }
     }
