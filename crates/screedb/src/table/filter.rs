@@ -150,7 +150,7 @@ impl BloomFilter {
         let (blocked, k) = (tag & BLOCKED != 0, tag & !BLOCKED);
         if data.is_empty()
             || !(1..=MAX_PROBES).contains(&k)
-            || (blocked && data.len() % BLOCK_BYTES != 0)
+            || (blocked && !data.len().is_multiple_of(BLOCK_BYTES))
         {
             return None;
         }
