@@ -23,6 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::compaction::job::finish_table;
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
@@ -277,7 +278,7 @@ fn write_newest(
                     .is_some_and(|(_, b)| b.estimated_file_size() >= target_size)
                     && let Some((n, b)) = builder.take()
                 {
-                    outputs.push(finish(n, b)?);
+                    outputs.push(finish_table(b, n)?);
                 }
                 let (_, b) = match &mut builder {
                     Some(b) => b,
@@ -298,25 +299,11 @@ fn write_newest(
     }
     input.status()?;
     if let Some((n, b)) = builder.take() {
-        outputs.push(finish(n, b)?);
+        outputs.push(finish_table(b, n)?);
     }
     report.tables_written = outputs.len();
     fs.sync_dir(dir)?;
     Ok(outputs)
-}
-
-fn finish(number: u64, builder: TableBuilder) -> Result<FileMeta> {
-    let (file_size, props) = builder.finish()?;
-    Ok(FileMeta {
-        number,
-        file_size,
-        smallest: props.smallest_key,
-        largest: props.largest_key,
-        smallest_seq: props.smallest_seq,
-        largest_seq: props.largest_seq,
-        num_entries: props.num_entries,
-        num_deletions: props.num_deletions,
-    })
 }
 
 /// Writes `edit` as the only record of MANIFEST-`number` (synced), then points CURRENT at it.

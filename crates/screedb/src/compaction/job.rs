@@ -224,9 +224,15 @@ fn write_tables(
 }
 
 fn finish(builder: TableBuilder, number: u64, stats: &mut JobStats) -> Result<FileMeta> {
-    let (file_size, props) = builder.finish()?;
-    stats.bytes_written += file_size;
+    let meta = finish_table(builder, number)?;
+    stats.bytes_written += meta.file_size;
     stats.files_written += 1;
+    Ok(meta)
+}
+
+/// Finishes table `number` and describes it as the manifest records it (also used by repair).
+pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMeta> {
+    let (file_size, props) = builder.finish()?;
     Ok(FileMeta {
         number,
         file_size,

@@ -297,35 +297,7 @@ impl ConcatIterator {
     }
 }
 
-impl InternalIterator for ConcatIterator {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-    }
-    fn next(&mut self) {
-        self.inner.next();
-    }
-    fn prev(&mut self) {
-        self.inner.prev();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        self.inner.status()
-    }
-}
+super::forward_internal_iterator!(ConcatIterator, inner);
 
 #[cfg(test)]
 mod tests {

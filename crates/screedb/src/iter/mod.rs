@@ -5,6 +5,47 @@
 //! [`crate::comparator::InternalKeyComparator`] order. Errors do not interrupt the cursor API;
 //! an iterator that meets one becomes invalid and reports it from [`InternalIterator::status`].
 
+/// Implements [`InternalIterator`] for a wrapper type by forwarding every positioning and access
+/// call to its field `$inner`; `status` forwards too, or is given as `status: |self_| expr`.
+macro_rules! forward_internal_iterator {
+    ($ty:ty, $inner:ident) => {
+        $crate::iter::forward_internal_iterator!($ty, $inner, status: |it| it.$inner.status());
+    };
+    ($ty:ty, $inner:ident, status: |$it:ident| $status:expr) => {
+        impl $crate::iter::InternalIterator for $ty {
+            fn valid(&self) -> bool {
+                self.$inner.valid()
+            }
+            fn seek_to_first(&mut self) {
+                self.$inner.seek_to_first();
+            }
+            fn seek_to_last(&mut self) {
+                self.$inner.seek_to_last();
+            }
+            fn seek(&mut self, target: &[u8]) {
+                self.$inner.seek(target);
+            }
+            fn next(&mut self) {
+                self.$inner.next();
+            }
+            fn prev(&mut self) {
+                self.$inner.prev();
+            }
+            fn key(&self) -> &[u8] {
+                self.$inner.key()
+            }
+            fn value(&self) -> &[u8] {
+                self.$inner.value()
+            }
+            fn status(&self) -> $crate::error::Result<()> {
+                let $it = self;
+                $status
+            }
+        }
+    };
+}
+pub(crate) use forward_internal_iterator;
+
 mod concat;
 mod merging;
 

@@ -17,8 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::comparator::InternalKeyComparator;
-use crate::error::Result;
-use crate::iter::InternalIterator;
 use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 
 use membuffer::{BufferedEntry, Membuffer, PutOutcome};
@@ -286,40 +284,14 @@ pub struct MemTableIterator {
     inner: Iter,
 }
 
-impl InternalIterator for MemTableIterator {
-    fn valid(&self) -> bool {
-        self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target);
-    }
-    fn next(&mut self) {
-        self.inner.next();
-    }
-    fn prev(&mut self) {
-        self.inner.prev();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        Ok(())
-    }
-}
+// The skiplist cursor cannot fail: its status is always Ok.
+crate::iter::forward_internal_iterator!(MemTableIterator, inner, status: |_it| Ok(()));
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::comparator::default_comparator;
+    use crate::iter::InternalIterator;
     use crate::key::{make_internal_key, parse_internal_key};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
