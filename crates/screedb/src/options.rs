@@ -215,9 +215,11 @@ pub struct FlsmOptions {
     /// bytes (`bytes(n) >= (100 - p)% of bytes(n + 1)`, and level `n + 1` not empty), so fewer
     /// levels hold data a seek must visit. 0 disables; at most 100. Default: 25 (PebblesDB's).
     pub aggressive_compaction_percent: u64,
-    /// Seek-based compaction: a guard whose reads (iterator seeks and gets) had to probe more
-    /// than one overlapping fragment this many times since the last version change has its
-    /// fragments merged in place, even when nothing is written. 0 disables. Default: 1024.
+    /// Seek-based compaction: a guard whose reads paid for its overlapping fragments this many
+    /// times since the last version change (iterator seeks that positioned more than one of
+    /// them; gets that read a block of one that did not hold the key while others were
+    /// candidates) has its fragments merged in place, even when nothing is written. 0
+    /// disables. Default: 1024.
     /// PebblesDB: 10 consecutive seeks; LevelDB: one seek per 16 KiB of a table.
     pub seek_compaction_threshold: u32,
     /// Write budget of seek-based compaction, in percent of the user bytes written: a seek

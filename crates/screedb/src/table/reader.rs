@@ -272,6 +272,11 @@ impl Table {
         if !self.may_contain(key::user_key(target)) {
             return Ok(None);
         }
+        self.get_unfiltered(target)
+    }
+
+    /// [`Table::get`] without asking the filter (for a caller that already did).
+    pub fn get_unfiltered(&self, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut it = self.index_iter();
         it.seek(target);
         while it.valid() {

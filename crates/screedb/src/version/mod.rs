@@ -35,6 +35,17 @@ use crate::options::Layout;
 use crate::table::TableCache;
 use obsolete::ObsoleteFiles;
 
+/// What probing one table for a key found.
+enum Probe {
+    /// The table's filter ruled the key out: no block was read.
+    Filtered,
+    /// A data block was read but held no entry for the key (a filter false positive, or no
+    /// filter).
+    Missed,
+    /// The newest entry for the key in the table visible at the snapshot, and its sequence.
+    Hit(Lookup, SequenceNumber),
+}
+
 /// What a point lookup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
@@ -241,9 +252,12 @@ impl Version {
         Ok(self.get_counting(tables, user_key, snapshot, 0)?.0)
     }
 
-    /// [`Version::get`] that also counts, per guard, the lookups that probed more than one
-    /// fragment (see [`Version::record_seek`]). The flag is true when a guard's count reached
-    /// `threshold` with this lookup (0: never).
+    /// [`Version::get`] that also counts, per guard, the lookups that paid for its overlapping
+    /// fragments: a fragment whose filter let the key through but whose data block did not hold
+    /// it, while other fragments of the guard were candidates too (a block read that a merged
+    /// guard would have saved; a fragment its filter rules out costs no read and counts
+    /// nothing). The flag is true when a guard's count reached `threshold` with this lookup
+    /// (0: never). Iterator seeks are counted by [`Version::record_seek`].
     pub fn get_counting(
         &self,
         tables: &TableCache,
@@ -259,7 +273,7 @@ impl Version {
                 for f in files {
                     if ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
                         && ucmp.compare(user_key, f.largest_user_key()) != Ordering::Greater
-                        && let Some((found, _)) =
+                        && let Probe::Hit(found, _) =
                             Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
                     {
                         return Ok((found, crossed));
@@ -281,7 +295,8 @@ impl Version {
                 })
                 .collect();
             if let [f] = candidates.as_slice() {
-                if let Some((found, _)) = Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
+                if let Probe::Hit(found, _) =
+                    Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
                 {
                     return Ok((found, crossed));
                 }
@@ -289,18 +304,18 @@ impl Version {
             }
             candidates.sort_by_key(|f| std::cmp::Reverse(f.largest_seq));
             let mut best: Option<(Lookup, SequenceNumber)> = None;
-            for (probed, f) in candidates.into_iter().enumerate() {
+            for f in candidates {
                 if best.as_ref().is_some_and(|(_, seq)| *seq >= f.largest_seq) {
                     break;
                 }
-                if probed == 1 && threshold > 0 {
-                    crossed |= self.bump(level, user_key) == threshold;
-                }
-                if let Some((found, seq)) =
-                    Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
-                    && best.as_ref().is_none_or(|(_, s)| seq > *s)
-                {
-                    best = Some((found, seq));
+                match Self::probe(tables, f, user_key, &target, ucmp.as_ref())? {
+                    Probe::Hit(found, seq) if best.as_ref().is_none_or(|(_, s)| seq > *s) => {
+                        best = Some((found, seq));
+                    }
+                    Probe::Missed if threshold > 0 => {
+                        crossed |= self.bump(level, user_key) == threshold;
+                    }
+                    Probe::Hit(..) | Probe::Missed | Probe::Filtered => {}
                 }
             }
             if let Some((found, _)) = best {
@@ -316,10 +331,13 @@ impl Version {
         user_key: &[u8],
         target: &[u8],
         ucmp: &dyn crate::comparator::Comparator,
-    ) -> Result<Option<(Lookup, SequenceNumber)>> {
+    ) -> Result<Probe> {
         let table = tables.get(file.number)?;
-        let Some((ikey, value)) = table.get(target)? else {
-            return Ok(None);
+        if !table.may_contain(user_key) {
+            return Ok(Probe::Filtered);
+        }
+        let Some((ikey, value)) = table.get_unfiltered(target)? else {
+            return Ok(Probe::Missed);
         };
         let Some(parsed) = key::parse_internal_key(&ikey) else {
             return Err(crate::error::Error::corruption(
@@ -329,13 +347,13 @@ impl Version {
             ));
         };
         if ucmp.compare(parsed.user_key, user_key) != Ordering::Equal {
-            return Ok(None);
+            return Ok(Probe::Missed);
         }
         let found = match parsed.kind {
             ValueKind::Value => Lookup::Found(value),
             ValueKind::Deletion => Lookup::Deleted,
         };
-        Ok(Some((found, parsed.seq)))
+        Ok(Probe::Hit(found, parsed.seq))
     }
 
     /// Checks the structural invariants: well-formed ranges; in the leveled layout, sorted,

@@ -1,5 +1,7 @@
 //! Seek counters of the FLSM layout: per level >= 1, one counter per guard, counting the reads
-//! (iterator seeks and gets) that had to probe more than one overlapping fragment of that guard.
+//! that paid for the guard's overlapping fragments: iterator seeks that positioned more than one
+//! of them, and gets that read a data block of one that did not hold the key while others were
+//! candidates (see [`Version::get_counting`]).
 //!
 //! The counters belong to one [`super::Version`]. A new version carries over the count of every
 //! guard whose bounds and fragments it kept unchanged ([`carry_over`]), so flushes and
