@@ -220,6 +220,12 @@ fn write_tables(
         // The new tables' directory entries must be durable before an edit names them.
         ctx.fs.sync_dir(ctx.dir)?;
     }
+    // Open every new table once, as LevelDB does: a table that cannot be read back (footer,
+    // index or filter) fails the job before an edit names it, and the first reads after the
+    // install find it open instead of loading its index and filter themselves.
+    for meta in &outputs {
+        ctx.tables.get(meta.number)?;
+    }
     Ok(outputs)
 }
 
