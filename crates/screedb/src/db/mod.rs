@@ -34,7 +34,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::fs::{FileLock, Fs};
-use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
+use crate::iter::{ConcatIterator, InternalIterator, MergingIterator, OpenTable};
 use crate::key;
 use crate::manifest::FileMeta;
 use crate::memtable::{LookupResult, MemTable};
@@ -275,17 +275,16 @@ impl Db {
         }
         // One concatenating iterator per sorted run: one per level in the leveled layout, one
         // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
+        let tables = Arc::clone(&inner.tables);
+        let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+            Ok(Box::new(tables.get(f.number)?.iter()))
+        });
         for level in 1..sv.version.num_levels() {
-            for run in sv.version.runs(level) {
-                let files: Vec<Arc<FileMeta>> = run.iter().map(|f| Arc::clone(f.meta())).collect();
-                let tables = Arc::clone(&inner.tables);
-                let open = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-                    Ok(Box::new(tables.get(f.number)?.iter()))
-                });
+            for run in sv.version.run_metas(level) {
                 children.push(Box::new(ConcatIterator::new(
                     inner.icmp.clone(),
-                    files,
-                    open,
+                    Arc::clone(run),
+                    Arc::clone(&open),
                 )));
             }
         }

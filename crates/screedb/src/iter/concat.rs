@@ -203,7 +203,7 @@ impl InternalIterator for TwoLevelIterator {
 /// valued by the table's position in the list (u64 LE).
 struct FileIndexIterator {
     icmp: InternalKeyComparator,
-    files: Vec<Arc<FileMeta>>,
+    files: Arc<[Arc<FileMeta>]>,
     pos: Option<usize>,
     value: [u8; 8],
 }
@@ -269,12 +269,13 @@ impl fmt::Debug for ConcatIterator {
 
 impl ConcatIterator {
     /// Concatenates `files`, which must be sorted by key and non-overlapping (one level of a
-    /// version); `open` builds the iterator over one table. The iterator starts unpositioned.
-    pub fn new(icmp: InternalKeyComparator, files: Vec<Arc<FileMeta>>, open: OpenTable) -> Self {
+    /// version; shared, so building an iterator copies no list); `open` builds the iterator
+    /// over one table. The iterator starts unpositioned.
+    pub fn new(icmp: InternalKeyComparator, files: Arc<[Arc<FileMeta>]>, open: OpenTable) -> Self {
         let num_files = files.len();
         let index = FileIndexIterator {
             icmp,
-            files: files.clone(),
+            files: Arc::clone(&files),
             pos: None,
             value: [0; 8],
         };

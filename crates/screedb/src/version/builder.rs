@@ -101,7 +101,7 @@ impl<'a> VersionBuilder<'a> {
             }
             levels.push(files);
         }
-        let runs = levels
+        let runs: Vec<Vec<Vec<super::FileRef>>> = levels
             .iter()
             .enumerate()
             .map(|(level, files)| {
@@ -127,6 +127,7 @@ impl<'a> VersionBuilder<'a> {
             icmp,
             layout: self.base.layout,
             levels,
+            run_metas: Version::metas_of(&runs),
             runs,
             seeks,
             guards: self.guards,

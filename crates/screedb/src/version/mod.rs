@@ -64,6 +64,8 @@ pub struct Version {
     levels: Vec<Vec<FileRef>>,
     /// Per level >= 1, the tables as sorted runs of disjoint tables (see the module comment).
     runs: Vec<Vec<Vec<FileRef>>>,
+    /// The same runs as shared lists of table metadata, for iterators (one `Arc` clone per run).
+    run_metas: Vec<Vec<Arc<[Arc<FileMeta>]>>>,
     /// Per level, committed guard keys in user-key order (FLSM; empty otherwise).
     guards: Vec<Vec<Vec<u8>>>,
     /// FLSM: per guard, reads that probed more than one overlapping fragment (seek compaction).
@@ -136,6 +138,7 @@ impl Version {
             layout,
             levels: vec![Vec::new(); num_levels],
             runs: vec![Vec::new(); num_levels],
+            run_metas: vec![Vec::new(); num_levels],
             guards: vec![Vec::new(); num_levels],
             seeks: seeks::SeekCounters::new(vec![0; num_levels]),
             obsolete,
@@ -150,6 +153,23 @@ impl Version {
     /// The tables of level `level` (>= 1) as sorted runs of disjoint tables.
     pub fn runs(&self, level: usize) -> &[Vec<FileRef>] {
         self.runs.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    /// The sorted runs of level `level` (>= 1) as shared lists of table metadata.
+    pub fn run_metas(&self, level: usize) -> &[Arc<[Arc<FileMeta>]>] {
+        self.run_metas.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    /// [`Version::runs`] of every level as shared lists of table metadata.
+    fn metas_of(runs: &[Vec<Vec<FileRef>>]) -> Vec<Vec<Arc<[Arc<FileMeta>]>>> {
+        runs.iter()
+            .map(|level| {
+                level
+                    .iter()
+                    .map(|run| run.iter().map(|f| Arc::clone(f.meta())).collect())
+                    .collect()
+            })
+            .collect()
     }
 
     /// Splits tables sorted by smallest key into sorted runs (first fit: each table goes to the
