@@ -28,6 +28,12 @@ pub trait Comparator: Send + Sync + 'static {
     fn find_short_successor(&self, key: &[u8]) -> Vec<u8> {
         key.to_vec()
     }
+
+    /// True only if `compare` is exactly lexicographic byte order; table index searches then
+    /// use a faster layout (see `table/block_search.rs`). Default: false.
+    fn is_bytewise(&self) -> bool {
+        false
+    }
 }
 
 /// Lexicographic byte order, LevelDB's default; its name matches LevelDB's.
@@ -37,6 +43,10 @@ pub struct BytewiseComparator;
 impl Comparator for BytewiseComparator {
     fn name(&self) -> &str {
         "leveldb.BytewiseComparator"
+    }
+
+    fn is_bytewise(&self) -> bool {
+        true
     }
 
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {

@@ -17,6 +17,7 @@
 
 mod block;
 mod block_builder;
+mod block_search;
 mod builder;
 mod cache;
 mod compression;

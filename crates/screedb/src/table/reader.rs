@@ -147,7 +147,11 @@ impl Table {
                 })?))
             }
         };
-        let index = Arc::new(read_meta(footer.index)?);
+        let mut index = read_meta(footer.index)?;
+        if icmp.user().is_bytewise() {
+            index = index.with_bytewise_search();
+        }
+        let index = Arc::new(index);
 
         let table = Table {
             file,
