@@ -513,7 +513,7 @@ mod tests {
         fn bytewise_search_seeks_like_the_plain_search(
             keys in proptest::collection::btree_set(
                 proptest::collection::vec(prop_oneof![Just(0u8), Just(b'k'), any::<u8>()], 0..12),
-                1..80,
+                1..300,
             ),
             targets in proptest::collection::vec(
                 (proptest::collection::vec(prop_oneof![Just(0u8), Just(b'k'), any::<u8>()], 0..12), 0u64..4),

@@ -28,7 +28,13 @@ pub(super) struct RestartWindows {
     prefix: Box<[u8]>,
     /// Window of each restart key, in restart order (non-decreasing).
     windows: Box<[u64]>,
+    /// Every `STRIDE`th window: a small array that stays in cache and picks the stretch of
+    /// `windows` to search (so a search misses the cache a few times, not at every step).
+    top: Box<[u64]>,
 }
+
+/// Windows per stretch of [`RestartWindows::top`] (512 bytes: 8 cache lines).
+const STRIDE: usize = 64;
 
 impl RestartWindows {
     /// Builds the windows of the user keys of a block's restart keys, given in order (`None`
@@ -38,15 +44,25 @@ impl RestartWindows {
         let last = user_keys[user_keys.len().saturating_sub(2)];
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
         let prefix: Box<[u8]> = first[..shared].into();
-        let windows = user_keys.iter().map(|k| window_of(&prefix, k)).collect();
-        Some(RestartWindows { prefix, windows })
+        let windows: Box<[u64]> = user_keys.iter().map(|k| window_of(&prefix, k)).collect();
+        let top = windows.iter().step_by(STRIDE).copied().collect();
+        Some(RestartWindows {
+            prefix,
+            windows,
+            top,
+        })
     }
 
     /// The restart points whose user keys may equal `user_key`: every restart key before the
     /// range has a smaller user key, every one from its end on a larger one.
     pub(super) fn candidates(&self, user_key: &[u8]) -> Range<usize> {
         let w = window_of(&self.prefix, user_key);
-        let lo = self.windows.partition_point(|&x| x < w);
+        // Windows before stretch b - 1 are below top[b - 1] < w; windows from b * STRIDE on are
+        // at least top[b] >= w: the first window >= w lies in between.
+        let b = self.top.partition_point(|&x| x < w);
+        let start = b.saturating_sub(1) * STRIDE;
+        let end = (b * STRIDE).min(self.windows.len());
+        let lo = start + self.windows[start..end].partition_point(|&x| x < w);
         // Few keys share a window: walk them rather than search the rest of the array again.
         let hi = lo + self.windows[lo..].iter().take_while(|&&x| x == w).count();
         lo..hi
@@ -104,6 +120,22 @@ mod tests {
         assert!(RestartWindows::build(&[]).is_none());
     }
 
+    #[test]
+    fn stretches_find_what_a_full_search_finds() {
+        let keys: Vec<Vec<u8>> = (0..1000u32)
+            .map(|i| format!("user{:08}", i * 3).into_bytes())
+            .collect();
+        let w = windows(&keys);
+        assert_eq!(w.top.len(), 1000usize.div_ceil(STRIDE));
+        for t in 0..3002u32 {
+            let target = format!("user{t:08}").into_bytes();
+            let first_ge = keys.partition_point(|k| k < &target);
+            let present = t % 3 == 0 && t < 3000;
+            let expected = first_ge..first_ge + usize::from(present);
+            assert_eq!(w.candidates(&target), expected, "{t}");
+        }
+    }
+
     proptest! {
         /// The candidate range brackets the target exactly as a full comparison of every key
         /// would: keys before it are smaller, keys from its end on are larger.
@@ -111,7 +143,7 @@ mod tests {
         fn candidates_bracket_the_target(
             keys in proptest::collection::btree_set(
                 proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), any::<u8>()], 0..14),
-                1..40,
+                1..300,
             ),
             target in proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), any::<u8>()], 0..14),
             common in proptest::collection::vec(any::<u8>(), 0..4),
