@@ -101,6 +101,10 @@ struct Scratch {
 
 /// An empty vector of `BatchEntry<'b>` reusing the allocation of `v` (emptied first):
 /// in-place collection keeps the buffer, since both element types have the same layout.
+#[allow(
+    clippy::unnecessary_filter_map,
+    reason = "filter_map changes the lifetime, which filter cannot"
+)]
 fn recycle<'b>(mut v: Vec<BatchEntry<'_>>) -> Vec<BatchEntry<'b>> {
     v.clear();
     v.into_iter().filter_map(|_| None).collect()
