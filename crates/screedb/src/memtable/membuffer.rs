@@ -298,13 +298,18 @@ impl Membuffer {
         seqs.sort_unstable();
         insert(&mut taken);
         *entries = recycle(taken);
+        // The counters are updated once per neighbourhood: the writer updates them on every
+        // put, and each drainer update takes their cache line away from it.
+        let (mut removed, mut freed) = (0, 0);
         for b in buckets {
             let mut bucket = lock(&b.0);
-            let (removed, freed) =
+            let (r, f) =
                 bucket.remove_where(|e| seqs.binary_search(&e.seq).is_ok(), self.bucket_bytes);
-            self.len.fetch_sub(removed, Ordering::Relaxed);
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+            removed += r;
+            freed += f;
         }
+        self.len.fetch_sub(removed, Ordering::Relaxed);
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
         n
     }
 }
