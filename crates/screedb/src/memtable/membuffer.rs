@@ -6,12 +6,13 @@
 //! a hash of the whole key picks the bucket, so keys sharing a long prefix still spread out.
 //! Each bucket holds at most `bucket_entries` entries, and the whole buffer at most
 //! `capacity_bytes` of keys and values; a put that finds no room is refused and goes to the
-//! skiplist. The buffer keeps one version per key (the newest written to it).
+//! skiplist. The buffer keeps one version per key (the newest written to it). A bucket's
+//! entries are records in one buffer the bucket owns (`bucket.rs`): no allocation per entry.
 //!
 //! Each bucket has its own mutex, held only to copy an entry in or out: a reader or writer
 //! waits at most for one bucket operation, never for a drain's skiplist insert. A bucket is one
 //! cache line holding, next to its mutex, a hash tag per entry, so a lookup reads an entry's key
-//! (a pointer away) only when the tags match.
+//! (in the bucket's buffer, a pointer away) only when the tags match.
 
 use std::sync::PoisonError;
 
@@ -30,6 +31,7 @@ use std::sync::{
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::bucket::{Bucket, BufferedEntry, parse};
 use super::skiplist::BatchEntry;
 use crate::key::{SequenceNumber, ValueKind};
 
@@ -44,96 +46,9 @@ const ASSUMED_ENTRY_BYTES: usize = 128;
 /// Most neighbourhoods used (a power of two).
 const MAX_NEIGHBOURHOODS: usize = 1024;
 
-/// One buffered version: `data` is the user key followed by the value. (An `Arc<[u8]>`, making
-/// the drain's copy a reference count, measured slower: the drain's atomic increments and
-/// decrements on lines the writer just wrote cost more than the copy; see docs/memory.md.)
-/// `tag` is 32 bits of the key's hash: a bucket lookup compares tags first and reads the key
-/// bytes (a pointer away, a likely cache miss) only when they match.
-#[derive(Debug, Clone)]
-pub(crate) struct BufferedEntry {
-    data: Box<[u8]>,
-    key_len: u32,
-    tag: u32,
-    pub(crate) seq: SequenceNumber,
-    pub(crate) kind: ValueKind,
-}
-
-impl BufferedEntry {
-    fn new(key: &[u8], tag: u32, seq: SequenceNumber, kind: ValueKind, value: &[u8]) -> Self {
-        BufferedEntry {
-            data: {
-                let mut data = Vec::with_capacity(key.len() + value.len());
-                data.extend_from_slice(key);
-                data.extend_from_slice(value);
-                data.into_boxed_slice()
-            },
-            // Keys are at most `key::MAX_KEY_LEN` bytes (checked before any write), far below
-            // u32::MAX; saturate rather than wrap if that ever changed.
-            key_len: u32::try_from(key.len()).unwrap_or(u32::MAX),
-            tag,
-            seq,
-            kind,
-        }
-    }
-
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.data[..self.key_len as usize]
-    }
-
-    pub(crate) fn value(&self) -> &[u8] {
-        &self.data[self.key_len as usize..]
-    }
-
-    fn bytes(&self) -> usize {
-        self.data.len()
-    }
-
-    fn is(&self, tag: u32, key: &[u8]) -> bool {
-        self.tag == tag && self.key() == key
-    }
-}
-
 /// The tag of a key whose xxh3 hash is `hash`: its high 32 bits (the low bits pick the bucket).
 fn tag_of(hash: u64) -> u32 {
     (hash >> 32) as u32
-}
-
-/// Tags a bucket keeps inline, next to its mutex, for its first entries.
-const INLINE_TAGS: usize = 8;
-
-/// The entries of one bucket. `tags[i]` is `entries[i].tag` for `i < INLINE_TAGS`, so a lookup
-/// of an absent key reads only the bucket's own cache line (the entries are a pointer away).
-#[derive(Debug, Default)]
-struct Bucket {
-    entries: Vec<BufferedEntry>,
-    tags: [u32; INLINE_TAGS],
-}
-
-impl Bucket {
-    /// The index of `key`'s entry, if buffered.
-    fn find(&self, tag: u32, key: &[u8]) -> Option<usize> {
-        let inline = self.entries.len().min(INLINE_TAGS);
-        if let Some(i) = (0..inline).find(|&i| self.tags[i] == tag && self.entries[i].key() == key)
-        {
-            return Some(i);
-        }
-        let rest = self.entries.get(inline..)?;
-        rest.iter().position(|e| e.is(tag, key)).map(|i| inline + i)
-    }
-
-    fn push(&mut self, e: BufferedEntry) {
-        if let Some(t) = self.tags.get_mut(self.entries.len()) {
-            *t = e.tag;
-        }
-        self.entries.push(e);
-    }
-
-    /// Re-derives the inline tags after entries were removed.
-    fn retag(&mut self) {
-        for (t, e) in self.tags.iter_mut().zip(&self.entries) {
-            *t = e.tag;
-        }
-    }
 }
 
 /// A bucket's mutex and contents on a cache line of their own (false sharing between the
@@ -161,16 +76,52 @@ pub(crate) struct Membuffer {
     hood_bits: u32,
     buckets_per_hood: usize,
     bucket_entries: usize,
+    /// A bucket's share of the byte budget: its buffer's size when first allocated.
+    bucket_bytes: usize,
     capacity_bytes: usize,
     len: AtomicUsize,
     bytes: AtomicUsize,
+    /// The drain's buffers, kept between drains (a drainer that finds them taken by another
+    /// uses fresh ones). A std mutex even in the model check: it guards no shared state.
+    scratch: std::sync::Mutex<Scratch>,
+}
+
+/// A drain's buffers. Allocating them per neighbourhood cost more than the drain itself at
+/// 4 GiB: a few hundred KiB each, so glibc maps and unmaps them, and the kernel zeroes their
+/// pages on every drain (perf: `clear_page_erms`, a fifth of the drain thread's time).
+#[derive(Debug, Default)]
+struct Scratch {
+    /// The copied records.
+    bytes: Vec<u8>,
+    /// Their sequence numbers, sorted.
+    seqs: Vec<SequenceNumber>,
+    /// Their entries, handed to the skiplist (empty between drains).
+    entries: Vec<BatchEntry<'static>>,
+}
+
+/// An empty vector of `BatchEntry<'b>` reusing the allocation of `v` (emptied first):
+/// in-place collection keeps the buffer, since both element types have the same layout.
+#[allow(
+    clippy::unnecessary_filter_map,
+    reason = "filter_map changes the lifetime, which filter cannot"
+)]
+fn recycle<'b>(mut v: Vec<BatchEntry<'_>>) -> Vec<BatchEntry<'b>> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
 }
 
 impl Membuffer {
     /// A buffer of about `capacity_bytes` of keys and values in buckets of `bucket_entries`.
+    ///
+    /// There are enough buckets for the budget to fill them only half (`bucket_entries / 2`
+    /// entries of [`ASSUMED_ENTRY_BYTES`] each): the drain thread keeps the buffer between a
+    /// quarter and a half full, and with buckets sized for the whole budget a bucket at half the
+    /// budget is full often enough (Poisson: 5% of puts) that those puts paid a full skiplist
+    /// insert, a third of the writer's time at 4 GiB (see docs/memory.md).
     pub(crate) fn new(capacity_bytes: usize, bucket_entries: usize) -> Self {
         let bucket_entries = bucket_entries.max(1);
-        let wanted = (capacity_bytes / (bucket_entries * ASSUMED_ENTRY_BYTES)).max(1);
+        let share = bucket_entries.div_ceil(2) * ASSUMED_ENTRY_BYTES;
+        let wanted = (capacity_bytes / share).max(1);
         let buckets = wanted.next_power_of_two();
         let hoods = buckets.min(MAX_NEIGHBOURHOODS);
         Membuffer {
@@ -178,9 +129,11 @@ impl Membuffer {
             hood_bits: hoods.trailing_zeros(),
             buckets_per_hood: buckets / hoods,
             bucket_entries,
+            bucket_bytes: share,
             capacity_bytes,
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            scratch: std::sync::Mutex::new(Scratch::default()),
         }
     }
 
@@ -244,54 +197,59 @@ impl Membuffer {
         kind: ValueKind,
         value: &[u8],
         may_drop: impl Fn(SequenceNumber) -> bool,
-        keep: impl FnOnce(&BufferedEntry),
+        keep: impl FnOnce(BufferedEntry<'_>),
     ) -> PutOutcome {
         let size = key.len() + value.len();
         let (index, tag) = self.locate(key);
         let mut bucket = lock(&self.buckets[index].0);
-        if let Some(i) = bucket.find(tag, key) {
-            let slot = &mut bucket.entries[i];
-            debug_assert!(slot.seq < seq, "membuffer versions must grow");
-            let displaced = !may_drop(slot.seq);
+        if let Some(at) = bucket.find(tag, key) {
+            let old = bucket.entry(at);
+            debug_assert!(old.seq < seq, "membuffer versions must grow");
+            let (old_seq, old_bytes) = (old.seq, old.bytes());
+            let displaced = !may_drop(old_seq);
             if displaced {
-                keep(slot);
+                keep(old);
             }
-            let old = slot.bytes();
-            *slot = BufferedEntry::new(key, tag, seq, kind, value);
+            if !bucket.replace(at, seq, kind, value) {
+                // The bucket cannot address the new version: the old one (kept above if a
+                // reader needs it) leaves, and the new one goes to the skiplist.
+                bucket.remove_where(|e| e.seq == old_seq, self.bucket_bytes);
+                self.len.fetch_sub(1, Ordering::Relaxed);
+                self.bytes.fetch_sub(old_bytes, Ordering::Relaxed);
+                return PutOutcome::Full;
+            }
             self.bytes.fetch_add(size, Ordering::Relaxed);
-            self.bytes.fetch_sub(old, Ordering::Relaxed);
+            self.bytes.fetch_sub(old_bytes, Ordering::Relaxed);
             return if displaced {
                 PutOutcome::Displaced
             } else {
                 PutOutcome::Stored
             };
         }
-        if bucket.entries.len() >= self.bucket_entries || self.bytes() + size > self.capacity_bytes
+        if bucket.len() >= self.bucket_entries
+            || self.bytes() + size > self.capacity_bytes
+            || !bucket.push(tag, seq, kind, key, value, self.bucket_bytes)
         {
             return PutOutcome::Full;
         }
-        if bucket.entries.capacity() == 0 {
-            bucket.entries.reserve_exact(self.bucket_entries);
-        }
-        bucket.push(BufferedEntry::new(key, tag, seq, kind, value));
         self.len.fetch_add(1, Ordering::Relaxed);
         self.bytes.fetch_add(size, Ordering::Relaxed);
         PutOutcome::Stored
     }
 
-    /// The buffered version of `key`, if any.
-    pub(crate) fn get(&self, key: &[u8]) -> Option<BufferedEntry> {
+    /// `f` applied to the buffered version of `key` (under the bucket's lock), if any.
+    pub(crate) fn get<R>(&self, key: &[u8], f: impl FnOnce(BufferedEntry<'_>) -> R) -> Option<R> {
         let (index, tag) = self.locate(key);
         let bucket = lock(&self.buckets[index].0);
-        let i = bucket.find(tag, key)?;
-        Some(bucket.entries[i].clone())
+        let at = bucket.find(tag, key)?;
+        Some(f(bucket.entry(at)))
     }
 
     /// Moves the entries of neighbourhood `hood` with sequence <= `upto` out of the buffer:
     /// copies them, hands them to `insert` (which must make them readable in the skiplist before
     /// it returns), then removes those not overwritten meanwhile. An entry is thus always
     /// readable in the buffer, the skiplist or both. Returns the number of entries handed over.
-    /// The copies go into one byte buffer (no allocation per entry).
+    /// The copies go into one byte buffer, reused from drain to drain.
     pub(crate) fn drain_hood(
         &self,
         hood: usize,
@@ -302,53 +260,63 @@ impl Membuffer {
         let Some(buckets) = self.buckets.get(range) else {
             return 0;
         };
-        // (start in `bytes`, key length, key + value length, seq, kind) per copied entry.
-        let mut copied = Vec::new();
-        let mut bytes = Vec::new();
+        let mut shared = self.scratch.try_lock().ok();
+        let mut own = Scratch::default();
+        let Scratch {
+            bytes,
+            seqs,
+            entries,
+        } = shared.as_deref_mut().unwrap_or(&mut own);
+        bytes.clear();
+        seqs.clear();
+        let mut n = 0;
         for b in buckets {
-            for e in lock(&b.0).entries.iter().filter(|e| e.seq <= upto) {
-                copied.push((bytes.len(), e.key_len as usize, e.bytes(), e.seq, e.kind));
-                bytes.extend_from_slice(&e.data);
+            let bucket = lock(&b.0);
+            for (at, r) in bucket.records().filter(|(_, r)| r.entry.seq <= upto) {
+                bytes.extend_from_slice(bucket.record_bytes(at, r.len));
+                n += 1;
             }
         }
-        if copied.is_empty() {
+        if n == 0 {
             return 0;
         }
-        let n = copied.len();
-        let mut seqs: Vec<SequenceNumber> = copied.iter().map(|c| c.3).collect();
+        let mut taken = recycle(std::mem::take(entries));
+        taken.reserve(n);
+        seqs.reserve(n);
+        let mut at = 0;
+        for _ in 0..n {
+            let r = parse(bytes, at);
+            at += r.len;
+            seqs.push(r.entry.seq);
+            taken.push(BatchEntry {
+                user_key: r.entry.key(),
+                seq: r.entry.seq,
+                kind: r.entry.kind,
+                value: r.entry.value(),
+            });
+        }
         seqs.sort_unstable();
-        let mut taken: Vec<BatchEntry<'_>> = copied
-            .iter()
-            .map(|&(at, key_len, len, seq, kind)| BatchEntry {
-                user_key: &bytes[at..at + key_len],
-                seq,
-                kind,
-                value: &bytes[at + key_len..at + len],
-            })
-            .collect();
         insert(&mut taken);
+        *entries = recycle(taken);
+        // The counters are updated once per neighbourhood: the writer updates them on every
+        // put, and each drainer update takes their cache line away from it.
+        let (mut removed, mut freed) = (0, 0);
         for b in buckets {
             let mut bucket = lock(&b.0);
-            let before = bucket.entries.len();
-            let mut freed = 0;
-            bucket.entries.retain(|e| {
-                let drained = seqs.binary_search(&e.seq).is_ok();
-                if drained {
-                    freed += e.bytes();
-                }
-                !drained
-            });
-            bucket.retag();
-            self.len
-                .fetch_sub(before - bucket.entries.len(), Ordering::Relaxed);
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+            let (r, f) =
+                bucket.remove_where(|e| seqs.binary_search(&e.seq).is_ok(), self.bucket_bytes);
+            removed += r;
+            freed += f;
         }
+        self.len.fetch_sub(removed, Ordering::Relaxed);
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
         n
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::bucket::INLINE_TAGS;
     use super::*;
 
     #[test]
@@ -395,17 +363,14 @@ mod tests {
             b"",
             |s| s != 4,
             |e| {
-                kept = Some(e.clone());
+                kept = Some((e.key().to_vec(), e.seq, e.value().to_vec()));
             },
         );
         assert!(matches!(out, PutOutcome::Displaced));
         let kept = kept.expect("kept");
-        assert_eq!(
-            (kept.key(), kept.seq, kept.value()),
-            (&b"a"[..], 4, &b"4"[..])
-        );
-        let now = m.get(b"a").expect("buffered");
-        assert_eq!((now.seq, now.kind), (5, ValueKind::Deletion));
+        assert_eq!(kept, (b"a".to_vec(), 4, b"4".to_vec()));
+        let now = m.get(b"a", |e| (e.seq, e.kind)).expect("buffered");
+        assert_eq!(now, (5, ValueKind::Deletion));
         assert_eq!((m.len(), m.bytes()), (2, 3));
         // Bytes bound too.
         let small = Membuffer::new(4, 8);
@@ -445,7 +410,7 @@ mod tests {
                 |_| true,
                 |_| {},
             );
-            assert_eq!(m.get(&key(i)).map(|e| e.seq), Some(100 + i as u64));
+            assert_eq!(m.get(&key(i), |e| e.seq), Some(100 + i as u64));
         }
         assert_eq!(m.len(), n);
         // Drain the older half; the survivors move down and must stay findable.
@@ -457,13 +422,13 @@ mod tests {
                 _ if i < n / 2 => None,
                 _ => Some(i as u64 + 1),
             };
-            assert_eq!(m.get(&key(i)).map(|e| e.seq), want, "key {i}");
+            assert_eq!(m.get(&key(i), |e| e.seq), want, "key {i}");
         }
     }
 
     #[test]
     fn drain_keeps_entries_overwritten_meanwhile() {
-        let m = Membuffer::new(1000, 4);
+        let m = Membuffer::new(100, 4);
         for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
             m.put(*k, i as u64 + 1, ValueKind::Value, b"v", |_| true, |_| {});
         }
@@ -478,9 +443,9 @@ mod tests {
         });
         assert_eq!(n, 2);
         assert_eq!(handed, vec![(b"a".to_vec(), 1), (b"b".to_vec(), 2)]);
-        assert_eq!(m.get(b"a").map(|e| e.seq), Some(9));
-        assert!(m.get(b"b").is_none());
-        assert_eq!(m.get(b"c").map(|e| e.seq), Some(3));
+        assert_eq!(m.get(b"a", |e| e.seq), Some(9));
+        assert!(m.get(b"b", |_| ()).is_none());
+        assert_eq!(m.get(b"c", |e| e.seq), Some(3));
         assert_eq!(m.len(), 2);
         assert_eq!(m.drain_hood(0, u64::MAX, |_| {}), 2);
         assert_eq!((m.len(), m.bytes()), (0, 0));

@@ -7,6 +7,7 @@
 //! one of its iterators) drops. See `docs/memtable.md`.
 
 mod arena;
+mod bucket;
 mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
@@ -19,7 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::comparator::InternalKeyComparator;
 use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 
-use membuffer::{BufferedEntry, Membuffer, PutOutcome};
+use bucket::BufferedEntry;
+use membuffer::{Membuffer, PutOutcome};
 pub use skiplist::BatchEntry;
 use skiplist::{Iter, SkipList};
 
@@ -113,8 +115,8 @@ impl MemTable {
             return;
         };
         let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
-        let keep = |old: &BufferedEntry| {
-            self.list.insert_sorted(&[entry_ref(old)]);
+        let keep = |old: BufferedEntry<'_>| {
+            self.list.insert_sorted(&[entry_ref(&old)]);
         };
         if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
             self.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -132,8 +134,12 @@ impl MemTable {
     /// memtable has none. Reads of the latest state use it with a membuffer, where an older
     /// version may have been overwritten in place: they must not pick an older one.
     pub fn get_latest(&self, user_key: &[u8]) -> Option<(SequenceNumber, LookupResult)> {
-        if let Some(e) = self.buffer.as_ref().and_then(|b| b.get(user_key)) {
-            return Some((e.seq, lookup_of(&e)));
+        if let Some(found) = self
+            .buffer
+            .as_ref()
+            .and_then(|b| b.get(user_key, |e| (e.seq, lookup_of(&e))))
+        {
+            return Some(found);
         }
         let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
         let (ikey, value) = self.list.seek(&target)?;
@@ -203,10 +209,11 @@ impl MemTable {
 
     /// The newest entry for `user_key` with sequence <= `snapshot` (membuffer, then skiplist).
     pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> LookupResult {
-        if let Some(e) = self.buffer.as_ref().and_then(|b| b.get(user_key))
-            && e.seq <= snapshot
-        {
-            return lookup_of(&e);
+        if let Some(found) = self.buffer.as_ref().and_then(|b| {
+            b.get(user_key, |e| (e.seq <= snapshot).then(|| lookup_of(&e)))
+                .flatten()
+        }) {
+            return found;
         }
         let target =
             key::make_internal_key(user_key, snapshot.min(MAX_SEQUENCE), ValueKind::FOR_SEEK);
@@ -262,7 +269,7 @@ impl MemTable {
     }
 }
 
-fn entry_ref(e: &BufferedEntry) -> BatchEntry<'_> {
+fn entry_ref<'a>(e: &BufferedEntry<'a>) -> BatchEntry<'a> {
     BatchEntry {
         user_key: e.key(),
         seq: e.seq,
@@ -271,7 +278,7 @@ fn entry_ref(e: &BufferedEntry) -> BatchEntry<'_> {
     }
 }
 
-fn lookup_of(e: &BufferedEntry) -> LookupResult {
+fn lookup_of(e: &BufferedEntry<'_>) -> LookupResult {
     match e.kind {
         ValueKind::Value => LookupResult::Found(e.value().to_vec()),
         ValueKind::Deletion => LookupResult::Deleted,

@@ -22,7 +22,8 @@ use std::sync::Arc;
 use shuttle::sync::Mutex;
 use shuttle::thread;
 
-use super::membuffer::{BufferedEntry, Membuffer, PutOutcome};
+use super::bucket::BufferedEntry;
+use super::membuffer::{Membuffer, PutOutcome};
 use crate::key::{SequenceNumber, ValueKind};
 
 /// Keys: "a" (hot) and "b" in neighbourhood 0, "\x90" in neighbourhood 1.
@@ -73,7 +74,7 @@ impl World {
         let seq = leader.last;
         let newest = leader.snapshots.iter().max().copied();
         let may_drop = |old: SequenceNumber| newest.is_none_or(|s| old > s);
-        let keep = |old: &BufferedEntry| {
+        let keep = |old: BufferedEntry<'_>| {
             self.list
                 .lock()
                 .unwrap()
@@ -90,16 +91,20 @@ impl World {
 
     /// `MemTable::get_latest`: the membuffer's version, else the skiplist's newest.
     fn get_latest(&self, key: &[u8]) -> Option<SequenceNumber> {
-        if let Some(e) = self.buffer.get(key) {
-            return Some(e.seq);
+        if let Some(seq) = self.buffer.get(key, |e| e.seq) {
+            return Some(seq);
         }
         self.list.lock().unwrap().get(key, u64::MAX).map(|(s, _)| s)
     }
 
     /// `MemTable::get` at a snapshot: the buffered version if visible, else the skiplist.
     fn get_at(&self, key: &[u8], snapshot: SequenceNumber) -> Option<Vec<u8>> {
-        if let Some(e) = self.buffer.get(key).filter(|e| e.seq <= snapshot) {
-            return Some(e.value().to_vec());
+        if let Some(value) = self
+            .buffer
+            .get(key, |e| (e.seq <= snapshot).then(|| e.value().to_vec()))
+            .flatten()
+        {
+            return Some(value);
         }
         self.list.lock().unwrap().get(key, snapshot).map(|(_, v)| v)
     }
@@ -116,7 +121,7 @@ impl World {
 
 fn scenario() {
     // 2 buckets of 2 entries, one per neighbourhood: "a" and "b" fill bucket 0.
-    let buffer = Membuffer::new(2 * 2 * 128, 2);
+    let buffer = Membuffer::new(2 * 128, 2);
     assert_eq!(buffer.hoods(), 2);
     let world = Arc::new(World {
         buffer,

@@ -296,16 +296,31 @@ impl SkipList {
         inserted
     }
 
-    /// Like [`Self::find_ge`] filling `prev`, but each level starts from the larger of the node
-    /// reached on the level above and `prev[level]` on entry. REQUIRES: every `prev[level]` is
-    /// the head or a node whose key is < `key`.
+    /// Like [`Self::find_ge`] filling `prev`, but a finger search from the predecessors of the
+    /// previous (smaller) key of a batch: it climbs from level 0 to the lowest level `top` whose
+    /// `prev[top]`'s successor is not below `key`, then descends from there, each level starting
+    /// from the larger of the node reached on the level above and `prev[level]`. Levels above
+    /// `top` need no visit: no node of theirs lies between their `prev` and `key`, since every
+    /// such node would also be on level `top` (upper levels are subsets of lower ones) between
+    /// `prev[top]` and `key`. A batch of neighbouring keys thus visits about log(gap) levels per
+    /// key instead of all of them (the climb's nodes were compared by the previous key's search,
+    /// so they are in cache).
+    ///
+    /// REQUIRES: each `prev[level]` is the head or the last node < the previous key at `level`
+    /// (or that key's own node, once linked), and `key` is larger than the previous key; for
+    /// the first key of a batch, every `prev[level]` is the head.
     fn find_ge_from<'a>(
         &'a self,
         key: &[u8],
         prev: &mut [NodeRef<'a>; MAX_HEIGHT],
     ) -> Option<NodeRef<'a>> {
-        let mut x = self.head();
-        let mut level = self.height.load(Ordering::Relaxed) - 1;
+        let height = self.height.load(Ordering::Relaxed);
+        let below = |n: NodeRef<'_>| self.cmp.compare(n.key(), key) == CmpOrdering::Less;
+        let mut level = 0;
+        while level + 1 < height && prev[level].next(level).is_some_and(below) {
+            level += 1;
+        }
+        let mut x = prev[level];
         loop {
             let hint = prev[level];
             if !self.is_head(hint)
@@ -316,7 +331,7 @@ impl SkipList {
             }
             loop {
                 match x.next(level) {
-                    Some(n) if self.cmp.compare(n.key(), key) == CmpOrdering::Less => x = n,
+                    Some(n) if below(n) => x = n,
                     next => {
                         prev[level] = x;
                         if level == 0 {
@@ -690,6 +705,60 @@ mod tests {
         out
     }
 
+    /// Checks the tower structure: every level is sorted, and holds exactly the nodes whose
+    /// height reaches it (so no node was lost from, or linked out of order into, any level).
+    fn check_levels(list: &SkipList) {
+        let mut tall = [0usize; MAX_HEIGHT];
+        let mut n = list.head().next(0);
+        while let Some(node) = n {
+            for t in tall.iter_mut().take(node.header().height) {
+                *t += 1;
+            }
+            n = node.next(0);
+        }
+        for (level, want) in tall.iter().enumerate() {
+            let (mut count, mut x) = (0, list.head());
+            while let Some(next) = x.next(level) {
+                if !list.is_head(x) {
+                    assert!(
+                        list.cmp.compare(x.key(), next.key()).is_lt(),
+                        "level {level} unsorted"
+                    );
+                }
+                count += 1;
+                x = next;
+            }
+            assert_eq!(count, *want, "nodes on level {level}");
+        }
+    }
+
+    #[test]
+    fn multi_insert_into_a_large_list_keeps_every_level_sorted() {
+        let list = list();
+        let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+        let key = |i: u64| (i * 2654435761 % (4 * n)).to_be_bytes();
+        // Single inserts first, then sorted batches of other keys falling between them.
+        for i in 0..n {
+            list.insert(&key(i), i + 1, ValueKind::Value, b"s");
+        }
+        for batch in 0..4u64 {
+            let mut keys: Vec<[u8; 8]> = (0..n / 4).map(|j| key(n + batch * n / 4 + j)).collect();
+            keys.sort_unstable();
+            let entries: Vec<BatchEntry<'_>> = keys
+                .iter()
+                .map(|k| BatchEntry {
+                    user_key: k,
+                    seq: 1,
+                    kind: ValueKind::Value,
+                    value: b"m",
+                })
+                .collect();
+            assert_eq!(list.insert_sorted(&entries), entries.len());
+            check_levels(&list);
+        }
+        assert_eq!(list.len() as u64, 2 * n);
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
             failure_persistence: if cfg!(miri) { None } else { proptest::prelude::ProptestConfig::default().failure_persistence },
@@ -728,6 +797,7 @@ mod tests {
             for (k, _) in &want {
                 proptest::prop_assert_eq!(multi.seek(k).map(|(k, _)| k.to_vec()), Some(k.clone()));
             }
+            check_levels(&multi);
         }
     }
 }
