@@ -1,0 +1,257 @@
+//! Unit tests of the memtable over both memory components.
+use super::*;
+use crate::comparator::default_comparator;
+use crate::iter::InternalIterator;
+use crate::key::{make_internal_key, parse_internal_key};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn mem() -> Arc<MemTable> {
+    Arc::new(MemTable::new(InternalKeyComparator::new(
+        default_comparator(),
+    )))
+}
+
+/// Every entry as (user key, seq, kind, value), walking forward.
+fn forward(m: &Arc<MemTable>) -> Vec<(Vec<u8>, u64, ValueKind, Vec<u8>)> {
+    let mut it = m.iter();
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        let p = parse_internal_key(it.key()).unwrap();
+        out.push((p.user_key.to_vec(), p.seq, p.kind, it.value().to_vec()));
+        it.next();
+    }
+    out
+}
+
+fn backward(m: &Arc<MemTable>) -> Vec<(Vec<u8>, u64, ValueKind, Vec<u8>)> {
+    let mut it = m.iter();
+    let mut out = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        let p = parse_internal_key(it.key()).unwrap();
+        out.push((p.user_key.to_vec(), p.seq, p.kind, it.value().to_vec()));
+        it.prev();
+    }
+    out.reverse();
+    out
+}
+
+#[test]
+fn get_sees_the_newest_version_at_each_snapshot() {
+    let m = mem();
+    m.add(1, ValueKind::Value, b"k", b"v1");
+    m.add(3, ValueKind::Value, b"k", b"v3");
+    m.add(5, ValueKind::Deletion, b"k", b"");
+    m.add(7, ValueKind::Value, b"k", b"v7");
+    m.add(2, ValueKind::Value, b"other", b"o2");
+    assert_eq!(m.get(b"k", 0), LookupResult::NotFound);
+    assert_eq!(m.get(b"k", 1), LookupResult::Found(b"v1".to_vec()));
+    assert_eq!(m.get(b"k", 2), LookupResult::Found(b"v1".to_vec()));
+    assert_eq!(m.get(b"k", 4), LookupResult::Found(b"v3".to_vec()));
+    assert_eq!(m.get(b"k", 5), LookupResult::Deleted);
+    assert_eq!(m.get(b"k", 6), LookupResult::Deleted);
+    assert_eq!(m.get(b"k", u64::MAX), LookupResult::Found(b"v7".to_vec()));
+    assert_eq!(m.get(b"other", 1), LookupResult::NotFound);
+    assert_eq!(m.get(b"other", 2), LookupResult::Found(b"o2".to_vec()));
+    assert_eq!(m.get(b"j", 100), LookupResult::NotFound);
+    assert_eq!(m.get(b"ka", 100), LookupResult::NotFound);
+    assert_eq!(m.get(b"zzz", 100), LookupResult::NotFound);
+    assert_eq!(m.len(), 5);
+    assert!(!m.is_empty());
+}
+
+#[test]
+fn puts_without_room_in_the_membuffer_are_counted() {
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let m = MemTable::with_membuffer(icmp, 100, 2); // one bucket of two entries
+    for (seq, k) in [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"a")] {
+        m.put(seq, ValueKind::Value, k, b"v", None);
+    }
+    // "c" found the bucket full; "a" again replaced its slot.
+    assert_eq!(m.membuffer_fallbacks(), 1);
+    assert_eq!((m.buffered_len(), m.len()), (2, 3));
+    assert_eq!(m.get(b"c", 9), LookupResult::Found(b"v".to_vec()));
+    assert_eq!(mem().membuffer_fallbacks(), 0);
+}
+
+#[test]
+fn empty_memtable_has_nothing() {
+    let m = mem();
+    assert!(m.is_empty());
+    assert_eq!(m.get(b"", 10), LookupResult::NotFound);
+    let mut it = m.iter();
+    for seek in [0, 1, 2] {
+        match seek {
+            0 => it.seek_to_first(),
+            1 => it.seek_to_last(),
+            _ => it.seek(&make_internal_key(b"a", 1, ValueKind::Value)),
+        }
+        assert!(!it.valid());
+        assert_eq!(it.key(), b"");
+        assert!(it.status().is_ok());
+    }
+}
+
+#[test]
+fn iteration_is_ordered_both_ways() {
+    let m = mem();
+    let keys: [&[u8]; 5] = [b"d", b"a", b"c", b"", b"b"];
+    for (i, k) in keys.iter().enumerate() {
+        m.add(10 + i as u64, ValueKind::Value, k, k);
+        m.add(i as u64, ValueKind::Deletion, k, b"");
+    }
+    let fwd = forward(&m);
+    assert_eq!(fwd.len(), 10);
+    let order: Vec<(Vec<u8>, u64)> = fwd.iter().map(|e| (e.0.clone(), e.1)).collect();
+    let mut want: Vec<(Vec<u8>, u64)> = keys
+        .iter()
+        .enumerate()
+        .flat_map(|(i, k)| [(k.to_vec(), 10 + i as u64), (k.to_vec(), i as u64)])
+        .collect();
+    want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    assert_eq!(order, want);
+    assert_eq!(backward(&m), fwd);
+    // The empty user key sorts first.
+    assert_eq!(fwd[0].0, b"");
+}
+
+#[test]
+fn seek_lands_on_first_entry_at_or_after_target() {
+    let m = mem();
+    for (seq, k) in [(1, b"b"), (2, b"d"), (3, b"b")] {
+        m.add(seq, ValueKind::Value, k, b"x");
+    }
+    let mut it = m.iter();
+    it.seek(&make_internal_key(b"b", 2, ValueKind::FOR_SEEK));
+    assert_eq!(it.key(), make_internal_key(b"b", 1, ValueKind::Value));
+    it.seek(&make_internal_key(b"a", 9, ValueKind::FOR_SEEK));
+    assert_eq!(it.key(), make_internal_key(b"b", 3, ValueKind::Value));
+    it.seek(&make_internal_key(b"c", 9, ValueKind::FOR_SEEK));
+    assert_eq!(it.key(), make_internal_key(b"d", 2, ValueKind::Value));
+    it.prev();
+    assert_eq!(it.key(), make_internal_key(b"b", 1, ValueKind::Value));
+    it.seek(&make_internal_key(b"e", 9, ValueKind::FOR_SEEK));
+    assert!(!it.valid());
+}
+
+#[test]
+fn empty_keys_and_large_values_round_trip() {
+    let m = mem();
+    let big: Vec<u8> = (0..if cfg!(miri) { 20_000 } else { 1 << 20 })
+        .map(|i: u32| (i % 251) as u8)
+        .collect();
+    m.add(1, ValueKind::Value, b"", b"");
+    m.add(2, ValueKind::Value, b"big", &big);
+    m.add(3, ValueKind::Value, b"small", b"s");
+    assert_eq!(m.get(b"", 5), LookupResult::Found(Vec::new()));
+    assert_eq!(m.get(b"big", 5), LookupResult::Found(big.clone()));
+    assert_eq!(m.get(b"small", 5), LookupResult::Found(b"s".to_vec()));
+    let fwd = forward(&m);
+    assert_eq!(fwd[1].3, big);
+    assert!(m.approximate_memory_usage() > big.len());
+}
+
+#[test]
+fn memory_usage_grows() {
+    let m = mem();
+    let start = m.approximate_memory_usage();
+    let n = if cfg!(miri) { 200 } else { 20_000 };
+    for i in 0..n {
+        m.add(i, ValueKind::Value, &i.to_be_bytes(), &[7u8; 100]);
+    }
+    let end = m.approximate_memory_usage();
+    assert!(end > start + n as usize * 100, "{start} -> {end}");
+    assert!(end < start + n as usize * 400, "{start} -> {end}");
+    assert!(format!("{m:?}").contains("len"));
+}
+
+#[test]
+fn memtable_and_iterator_are_send_sync_static() {
+    fn check<T: Send + Sync + 'static>() {}
+    fn check_send<T: Send + 'static>() {}
+    check::<MemTable>();
+    check_send::<MemTableIterator>();
+    // The iterator outlives every other handle to the memtable.
+    let m = mem();
+    m.add(1, ValueKind::Value, b"a", b"1");
+    let mut it = m.iter();
+    drop(m);
+    it.seek_to_first();
+    assert_eq!(it.value(), b"1");
+}
+
+type Model = BTreeMap<(Vec<u8>, std::cmp::Reverse<u64>), (ValueKind, Vec<u8>)>;
+
+fn model_get(model: &Model, key: &[u8], snapshot: u64) -> LookupResult {
+    let from = (key.to_vec(), std::cmp::Reverse(snapshot));
+    match model.range(from..).next() {
+        Some(((k, _), (kind, v))) if k == key => match kind {
+            ValueKind::Value => LookupResult::Found(v.clone()),
+            ValueKind::Deletion => LookupResult::Deleted,
+        },
+        _ => LookupResult::NotFound,
+    }
+}
+
+fn ops() -> impl Strategy<Value = Vec<(Vec<u8>, bool, Vec<u8>, u64)>> {
+    proptest::collection::vec(
+        (
+            proptest::collection::vec(0u8..4, 0..4),
+            any::<bool>(),
+            proptest::collection::vec(any::<u8>(), 0..8),
+            any::<u64>(),
+        ),
+        0..if cfg!(miri) { 20 } else { 200 },
+    )
+}
+
+proptest! {
+    // Under Miri: few cases, and no failure file (Miri's isolation forbids the file system).
+    #![proptest_config(ProptestConfig {
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 64 })
+    })]
+    #[test]
+    fn matches_a_btreemap_model(
+        ops in ops(),
+        snapshots in proptest::collection::vec(0u64..300, 1..20),
+        probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 1..20),
+    ) {
+        let m = mem();
+        let mut model = Model::new();
+        // Unique sequence numbers, in an order unrelated to insertion order.
+        let mut seqs: Vec<u64> = (1..=ops.len() as u64).collect();
+        for i in (1..seqs.len()).rev() {
+            seqs.swap(i, (ops[i].3 % (i as u64 + 1)) as usize);
+        }
+        for ((key, del, value, _), seq) in ops.iter().zip(&seqs) {
+            let kind = if *del { ValueKind::Deletion } else { ValueKind::Value };
+            m.add(*seq, kind, key, value);
+            model.insert((key.clone(), std::cmp::Reverse(*seq)), (kind, value.clone()));
+        }
+        let want: Vec<_> = model
+            .iter()
+            .map(|((k, s), (kind, v))| (k.clone(), s.0, *kind, v.clone()))
+            .collect();
+        prop_assert_eq!(m.len(), want.len());
+        prop_assert_eq!(&forward(&m), &want);
+        prop_assert_eq!(&backward(&m), &want);
+        for (probe, snap) in probes.iter().zip(snapshots.iter().cycle()) {
+            prop_assert_eq!(m.get(probe, *snap), model_get(&model, probe, *snap));
+            // seek agrees with the model's lower bound.
+            let mut it = m.iter();
+            it.seek(&make_internal_key(probe, *snap, ValueKind::FOR_SEEK));
+            let from = (probe.clone(), std::cmp::Reverse(*snap));
+            match model.range(from..).next() {
+                Some(((k, s), _)) => {
+                    prop_assert!(it.valid());
+                    let p = parse_internal_key(it.key()).unwrap();
+                    prop_assert_eq!((p.user_key, p.seq), (&k[..], s.0));
+                }
+                None => prop_assert!(!it.valid()),
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Unit tests of the skiplist: ordering, multi-insert, tower structure, concurrent readers.
+use super::*;
+use crate::comparator::default_comparator;
+use crate::key::{make_internal_key, parse_internal_key};
+use std::sync::atomic::AtomicBool;
+use std::thread;
+
+fn list() -> Arc<SkipList> {
+    Arc::new(SkipList::new(InternalKeyComparator::new(
+        default_comparator(),
+    )))
+}
+
+/// The value the writer stores for key `i`: long enough that a torn read would show.
+fn value_for(i: u64) -> Vec<u8> {
+    let len = (i % 7) as usize * 5 + 1;
+    i.to_le_bytes().iter().copied().cycle().take(len).collect()
+}
+
+#[test]
+fn heights_follow_branching_four() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let n = if cfg!(miri) { 2_000 } else { 100_000 };
+    let tall = (0..n).filter(|_| rng.height() >= 2).count();
+    // About a quarter of nodes reach level 2.
+    assert!(tall > n / 5 && tall < n * 3 / 10, "{tall} of {n}");
+    assert!((0..n).all(|_| (1..=MAX_HEIGHT).contains(&rng.height())));
+}
+
+#[test]
+fn entries_decode_and_bad_entries_do_not_panic() {
+    let (buf, n) = varint(300);
+    assert_eq!(get_varint64(&buf[..n]), Some((300, 2)));
+    assert_eq!(
+        decode_entry(&[3, b'a', b'b', b'c', 1, b'v']),
+        Some((&b"abc"[..], &b"v"[..]))
+    );
+    assert_eq!(decode_entry(&[3, b'a']), None);
+    assert_eq!(decode_entry(&[0, 5, 1]), None);
+    assert_eq!(decode_entry(&[0xff]), None);
+}
+
+#[test]
+fn readers_see_sorted_complete_lists_while_one_writer_inserts() {
+    let n: u64 = if cfg!(miri) { 60 } else { 20_000 };
+    let list = list();
+    let published = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    // Insert keys in a scrambled order so that inserts land all over the list.
+    let order: Vec<u64> = (0..n).map(|i| (i * 7919) % n).collect();
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (list, published, done) = (list.clone(), published.clone(), done.clone());
+            let order = order.clone();
+            thread::spawn(move || {
+                let mut passes = 0;
+                loop {
+                    let finished = done.load(Ordering::Acquire);
+                    let before = published.load(Ordering::Acquire);
+                    let mut seen = vec![false; n as usize];
+                    let mut it = Iter::new(list.clone());
+                    it.seek_to_first();
+                    let mut last: Option<Vec<u8>> = None;
+                    while it.valid() {
+                        let p = parse_internal_key(it.key()).expect("torn key");
+                        let i = u64::from_be_bytes(p.user_key.try_into().expect("torn key"));
+                        assert_eq!(p.seq, i + 1, "torn trailer");
+                        assert_eq!(it.value(), value_for(i), "torn value");
+                        if let Some(l) = &last {
+                            assert!(list.cmp.compare(l, it.key()).is_lt(), "out of order");
+                        }
+                        seen[i as usize] = true;
+                        last = Some(it.key().to_vec());
+                        it.next();
+                    }
+                    for &i in &order[..before] {
+                        assert!(seen[i as usize], "key {i} was published but not seen");
+                    }
+                    passes += 1;
+                    if finished {
+                        return passes;
+                    }
+                }
+            })
+        })
+        .collect();
+    for (count, &i) in order.iter().enumerate() {
+        list.insert(&i.to_be_bytes(), i + 1, ValueKind::Value, &value_for(i));
+        published.store(count + 1, Ordering::Release);
+    }
+    done.store(true, Ordering::Release);
+    for r in readers {
+        assert!(r.join().expect("reader panicked") >= 1);
+    }
+    assert_eq!(list.len(), n as usize);
+}
+
+#[test]
+fn concurrent_writers_are_serialized() {
+    let per: u64 = if cfg!(miri) { 20 } else { 2_000 };
+    let list = list();
+    let writers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let list = list.clone();
+            thread::spawn(move || {
+                for i in 0..per {
+                    let seq = t * per + i + 1;
+                    list.insert(&(i * 4 + t).to_be_bytes(), seq, ValueKind::Value, b"v");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer panicked");
+    }
+    assert_eq!(list.len(), (4 * per) as usize);
+    let mut it = Iter::new(list.clone());
+    it.seek_to_first();
+    let mut count = 0u64;
+    while it.valid() {
+        let want = make_internal_key(&count.to_be_bytes(), 0, ValueKind::Value);
+        assert_eq!(list.cmp.compare_user(it.key(), &want), CmpOrdering::Equal);
+        count += 1;
+        it.next();
+    }
+    assert_eq!(count, 4 * per);
+    // And backwards.
+    it.seek_to_last();
+    while it.valid() {
+        count -= 1;
+        it.prev();
+    }
+    assert_eq!(count, 0);
+}
+
+/// Every entry as (internal key, value), walking forward.
+fn contents(list: &Arc<SkipList>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = Iter::new(list.clone());
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    out
+}
+
+/// Checks the tower structure: every level is sorted, and holds exactly the nodes whose
+/// height reaches it (so no node was lost from, or linked out of order into, any level).
+fn check_levels(list: &SkipList) {
+    let mut tall = [0usize; MAX_HEIGHT];
+    let mut n = list.head().next(0);
+    while let Some(node) = n {
+        for t in tall.iter_mut().take(node.header().height) {
+            *t += 1;
+        }
+        n = node.next(0);
+    }
+    for (level, want) in tall.iter().enumerate() {
+        let (mut count, mut x) = (0, list.head());
+        while let Some(next) = x.next(level) {
+            if !list.is_head(x) {
+                assert!(
+                    list.cmp.compare(x.key(), next.key()).is_lt(),
+                    "level {level} unsorted"
+                );
+            }
+            count += 1;
+            x = next;
+        }
+        assert_eq!(count, *want, "nodes on level {level}");
+    }
+}
+
+#[test]
+fn multi_insert_into_a_large_list_keeps_every_level_sorted() {
+    let list = list();
+    let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+    let key = |i: u64| (i * 2654435761 % (4 * n)).to_be_bytes();
+    // Single inserts first, then sorted batches of other keys falling between them.
+    for i in 0..n {
+        list.insert(&key(i), i + 1, ValueKind::Value, b"s");
+    }
+    for batch in 0..4u64 {
+        let mut keys: Vec<[u8; 8]> = (0..n / 4).map(|j| key(n + batch * n / 4 + j)).collect();
+        keys.sort_unstable();
+        let entries: Vec<BatchEntry<'_>> = keys
+            .iter()
+            .map(|k| BatchEntry {
+                user_key: k,
+                seq: 1,
+                kind: ValueKind::Value,
+                value: b"m",
+            })
+            .collect();
+        assert_eq!(list.insert_sorted(&entries), entries.len());
+        check_levels(&list);
+    }
+    assert_eq!(list.len() as u64, 2 * n);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        failure_persistence: if cfg!(miri) { None } else { proptest::prelude::ProptestConfig::default().failure_persistence },
+        ..proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 3 } else { 64 })
+    })]
+    /// Multi-insert of sorted batches builds the same list as one-by-one inserts, skips
+    /// entries already present, and keeps every level sorted (checked by `seek`).
+    #[test]
+    fn multi_insert_matches_single_inserts(
+        batches in proptest::collection::vec(
+            proptest::collection::vec((proptest::collection::vec(0u8..6, 0..3), 0u64..40), 0..30),
+            1..6,
+        ),
+    ) {
+        let (multi, single) = (list(), list());
+        let mut seen = std::collections::BTreeSet::new();
+        for batch in &batches {
+            let mut entries: Vec<(Vec<u8>, u64)> = batch.clone();
+            entries.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            entries.dedup();
+            let refs: Vec<BatchEntry<'_>> = entries
+                .iter()
+                .map(|(k, s)| BatchEntry { user_key: k, seq: *s, kind: ValueKind::Value, value: k })
+                .collect();
+            let fresh = entries.iter().filter(|e| !seen.contains(*e)).count();
+            proptest::prop_assert_eq!(multi.insert_sorted(&refs), fresh);
+            for e in &entries {
+                if seen.insert(e.clone()) {
+                    single.insert(&e.0, e.1, ValueKind::Value, &e.0);
+                }
+            }
+        }
+        let want = contents(&single);
+        proptest::prop_assert_eq!(&contents(&multi), &want);
+        proptest::prop_assert_eq!(multi.len(), want.len());
+        for (k, _) in &want {
+            proptest::prop_assert_eq!(multi.seek(k).map(|(k, _)| k.to_vec()), Some(k.clone()));
+        }
+        check_levels(&multi);
+    }
+}
