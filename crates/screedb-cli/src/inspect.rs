@@ -88,7 +88,7 @@ pub fn stats(dir: &Path, memory: Option<Memory>, out: &mut dyn Write) -> CliResu
         .unwrap_or_default();
     let component = db.property("screedb.memory").unwrap_or_default();
     db.close()?;
-    let rows: [(&str, u64); 13] = [
+    let rows: [(&str, u64); 14] = [
         ("user bytes written", s.user_bytes_written),
         ("WAL bytes written", s.wal_bytes_written),
         ("flush bytes written", s.flush_bytes_written),
@@ -97,6 +97,10 @@ pub fn stats(dir: &Path, memory: Option<Memory>, out: &mut dyn Write) -> CliResu
         ("flushes", s.flushes),
         ("compactions", s.compactions),
         ("trivial moves", s.trivial_moves),
+        (
+            "compactions stopped by close",
+            s.compactions_stopped_by_close,
+        ),
         ("write stalls (slowdowns)", s.stall_slowdowns),
         ("write stalls (stops)", s.stall_stops),
         ("stall microseconds", s.stall_micros),

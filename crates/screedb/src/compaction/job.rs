@@ -9,6 +9,7 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
 
@@ -41,7 +42,13 @@ pub struct JobContext<'a> {
     pub snapshots: &'a [SequenceNumber],
     /// Allocates a file number.
     pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    /// When set (the database is closing), a merge stops early with [`Error::Closed`]; its
+    /// unfinished outputs are named by no edit and removed at the next open. Flushes ignore it.
+    pub cancel: Option<&'a AtomicBool>,
 }
+
+/// Entries a merge writes between two looks at [`JobContext::cancel`].
+const CANCEL_CHECK_INTERVAL: u64 = 256;
 
 /// Bytes moved by a job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -165,14 +172,22 @@ fn write_tables(
     target_file_size: u64,
     mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
     partition: &mut Partition<'_>,
+    cancel: Option<&AtomicBool>,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
+    let mut seen: u64 = 0;
     input.seek_to_first();
     while input.valid() {
+        seen += 1;
+        if seen.is_multiple_of(CANCEL_CHECK_INTERVAL)
+            && cancel.is_some_and(|c| c.load(AtomicOrdering::Acquire))
+        {
+            return Err(Error::Closed);
+        }
         let ikey = input.key();
         let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
             Error::corruption("compaction input", 0, "internal key with a bad trailer")
@@ -263,6 +278,7 @@ pub fn flush(
         u64::MAX,
         |_| false,
         &mut Partition::none(),
+        None,
         &mut stats,
     )?;
     Ok((outputs, stats))
@@ -314,6 +330,7 @@ pub fn merge(
             })
         },
         &mut partition,
+        ctx.cancel,
         &mut stats,
     )?;
     let mut edit = VersionEdit::default();

@@ -92,6 +92,7 @@ fn job_context<'a>(
         tables: &inner.tables,
         snapshots,
         new_file_number: alloc,
+        cancel: Some(&inner.shutting_down),
     }
 }
 
@@ -281,6 +282,11 @@ fn run_merge<'a>(
                 set_pointer(&mut st, *level, largest);
             }
             inner.install_super_version(&st);
+        }
+        // A merge the closing database stopped is no failure: its unfinished outputs are named
+        // by no edit and removed at the next open.
+        Err(Error::Closed) if inner.shutting_down.load(Ordering::Acquire) => {
+            Counters::add(&inner.counters.compactions_stopped_by_close, 1);
         }
         Err(e) => set_error(inner, &mut st, e.clone()),
     }

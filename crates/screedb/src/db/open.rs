@@ -122,6 +122,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         tables: &tables,
         snapshots: &[],
         new_file_number: &alloc,
+        cancel: None,
     };
     let mut mem = Arc::new(MemTable::new(icmp.clone()));
     let mut new_files: Vec<FileMeta> = Vec::new();

@@ -82,6 +82,9 @@ counters! {
     flushes,
     /// Compactions (merges) completed.
     compactions,
+    /// Merges stopped early because the database was closing (outputs discarded; not in
+    /// `compactions`).
+    compactions_stopped_by_close,
     /// Tables moved to another level without rewriting.
     trivial_moves,
     /// FLSM seek-based compactions completed (also counted in `compactions`).
@@ -173,10 +176,11 @@ impl std::fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "compaction written     {:>12.2} MiB ({} compactions, {} trivial moves)",
+            "compaction written     {:>12.2} MiB ({} compactions, {} trivial moves, {} stopped by close)",
             mib(self.compaction_bytes_written),
             self.compactions,
-            self.trivial_moves
+            self.trivial_moves,
+            self.compactions_stopped_by_close
         )?;
         writeln!(
             f,
