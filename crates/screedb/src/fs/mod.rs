@@ -61,6 +61,12 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file that nothing modifies while it is open (a table) for positional
+    /// reads through a read-only memory map, where the file system has them (see
+    /// `Options::mmap_reads`). Default: [`Fs::open`].
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Length of `path` in bytes.

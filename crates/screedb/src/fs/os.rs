@@ -2,7 +2,8 @@
 //!
 //! Writes go through a user-space buffer (flushed by `flush`/`sync`); `sync` is `fdatasync`;
 //! directory entries are made durable by opening the directory and calling `fsync` on it;
-//! LOCK files use the OS advisory lock (`flock` on Linux) through `std::fs::File::try_lock`.
+//! LOCK files use the OS advisory lock (`flock` on Linux) through `std::fs::File::try_lock`;
+//! `open_mapped` reads through a read-only `mmap` of the whole file (crate memmap2).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{BufWriter, Write};
@@ -58,10 +59,29 @@ struct OsRandomAccess {
     path: PathBuf,
     file: File,
     size: u64,
+    /// The whole file, read-only, when opened by `open_mapped` (reads copy from it instead of
+    /// calling `pread`).
+    map: Option<memmap2::Mmap>,
 }
 
 impl RandomAccessFile for OsRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        if let Some(map) = &self.map {
+            let src = usize::try_from(offset)
+                .ok()
+                .and_then(|start| map.get(start..start.checked_add(buf.len())?));
+            return match src {
+                Some(src) => {
+                    buf.copy_from_slice(src);
+                    Ok(())
+                }
+                None => Err(Error::io(
+                    "read",
+                    &self.path,
+                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                )),
+            };
+        }
         self.file
             .read_exact_at(buf, offset)
             .map_err(|e| Error::io("read", &self.path, e))
@@ -105,6 +125,35 @@ impl Fs for OsFs {
             path: path.to_path_buf(),
             file,
             size,
+            map: None,
+        }))
+    }
+
+    fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        // An empty file cannot be mapped; a map that fails (address space, map count) falls
+        // back to positional reads.
+        let map = if size == 0 {
+            None
+        } else {
+            // SAFETY: `Mmap::map` is unsafe because the mapped bytes change (or the process
+            // gets SIGBUS) if the file is modified or truncated while mapped. Callers map only
+            // files nothing modifies while open (`Fs::open_mapped`'s contract): ScreeDB tables,
+            // written under a fresh name, synced, and never written again; deleting one while
+            // mapped keeps its pages. Another ScreeDB process is kept out by the LOCK file;
+            // another program truncating a live table is outside the contract (as with
+            // LevelDB's and RocksDB's mmap reads), documented at `Options::mmap_reads`.
+            unsafe { memmap2::Mmap::map(&file) }.ok()
+        };
+        Ok(Arc::new(OsRandomAccess {
+            path: path.to_path_buf(),
+            file,
+            size,
+            map,
         }))
     }
 
@@ -193,6 +242,38 @@ mod tests {
         assert_eq!(fs.list(dir.path()).unwrap(), vec!["b".to_string()]);
         fs.remove(&b).unwrap();
         assert!(fs.list(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn mapped_reads_match_positional_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = OsFs;
+        let a = dir.path().join("a");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let mut w = fs.create(&a).unwrap();
+        w.append(&data).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let (plain, mapped) = (fs.open(&a).unwrap(), fs.open_mapped(&a).unwrap());
+        assert_eq!(mapped.size(), 10_000);
+        for (off, len) in [(0, 1), (4090, 20), (9_990, 10), (0, 10_000)] {
+            assert_eq!(
+                mapped.read_vec(off, len).unwrap(),
+                plain.read_vec(off, len).unwrap()
+            );
+        }
+        for (off, len) in [(9_995, 10), (10_000, 1), (u64::MAX, 1)] {
+            let err = mapped.read_vec(off, len).unwrap_err();
+            assert!(err.to_string().contains("read"), "{err}");
+            assert!(err.to_string().contains(&*a.to_string_lossy()), "{err}");
+        }
+        // An empty file cannot be mapped: it opens and reads like any other.
+        let empty = dir.path().join("empty");
+        fs.create(&empty).unwrap().sync().unwrap();
+        let e = fs.open_mapped(&empty).unwrap();
+        assert_eq!(e.size(), 0);
+        assert_eq!(e.read_vec(0, 0).unwrap(), Vec::<u8>::new());
+        assert!(e.read_vec(0, 1).is_err());
     }
 
     #[test]

@@ -140,7 +140,11 @@ impl TableCache {
     pub fn get(&self, file_number: u64) -> Result<Arc<Table>> {
         self.tables.get_or_insert_with(&file_number, || {
             let path = table_file_name(&self.dir, file_number);
-            let file = self.fs.open(&path)?;
+            let file = if self.opts.mmap_reads {
+                self.fs.open_mapped(&path)?
+            } else {
+                self.fs.open(&path)?
+            };
             let table = Table::open(
                 file,
                 path,

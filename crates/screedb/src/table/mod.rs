@@ -69,6 +69,9 @@ pub struct TableOptions {
     /// Verify the CRC32C of every data block read. Blocks read by [`Table::open`] (index,
     /// filter, properties, meta-index) are always verified. Default: true.
     pub verify_checksums: bool,
+    /// Open tables through [`crate::fs::Fs::open_mapped`] (a read-only memory map on the real
+    /// file system) instead of [`crate::fs::Fs::open`]. Default: true.
+    pub mmap_reads: bool,
 }
 
 impl Default for TableOptions {
@@ -80,6 +83,7 @@ impl Default for TableOptions {
             filter_policy: None,
             compression: CompressionType::Lz4,
             verify_checksums: true,
+            mmap_reads: true,
         }
     }
 }

@@ -206,6 +206,7 @@ proptest! {
             filter_policy: None,
             compression: if lz4 { CompressionType::Lz4 } else { CompressionType::None },
             verify_checksums: true,
+            mmap_reads: true,
         };
         let (bytes, props) = build(&opts, &es);
         prop_assert_eq!(props.num_entries, es.len() as u64);
