@@ -68,7 +68,7 @@ pub struct Version {
     run_metas: Vec<Vec<Arc<[Arc<FileMeta>]>>>,
     /// Per level, committed guard keys in user-key order (FLSM; empty otherwise).
     guards: Vec<Vec<Vec<u8>>>,
-    /// FLSM: per guard, reads that probed more than one overlapping fragment (seek compaction).
+    /// FLSM: per guard, reads that paid for its overlapping fragments (seek compaction, seeks.rs).
     seeks: seeks::SeekCounters,
     obsolete: Arc<ObsoleteFiles>,
 }
