@@ -164,28 +164,7 @@ struct MemRandomAccess {
 impl RandomAccessFile for MemRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let data = self.data.read().unwrap_or_else(PoisonError::into_inner);
-        let src = usize::try_from(offset)
-            .ok()
-            .and_then(|start| Some(start..start.checked_add(buf.len())?))
-            .and_then(|range| data.get(range));
-        match src {
-            Some(src) => {
-                buf.copy_from_slice(src);
-                Ok(())
-            }
-            None => Err(Error::io(
-                "read",
-                &self.path,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {} bytes at offset {offset} is past the end ({} bytes)",
-                        buf.len(),
-                        data.len()
-                    ),
-                ),
-            )),
-        }
+        super::copy_out(&data, buf, offset, &self.path)
     }
 
     fn size(&self) -> u64 {

@@ -67,20 +67,7 @@ struct OsRandomAccess {
 impl RandomAccessFile for OsRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         if let Some(map) = &self.map {
-            let src = usize::try_from(offset)
-                .ok()
-                .and_then(|start| map.get(start..start.checked_add(buf.len())?));
-            return match src {
-                Some(src) => {
-                    buf.copy_from_slice(src);
-                    Ok(())
-                }
-                None => Err(Error::io(
-                    "read",
-                    &self.path,
-                    std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-                )),
-            };
+            return super::copy_out(map, buf, offset, &self.path);
         }
         self.file
             .read_exact_at(buf, offset)
@@ -90,6 +77,16 @@ impl RandomAccessFile for OsRandomAccess {
     fn size(&self) -> u64 {
         self.size
     }
+}
+
+/// Opens `path` for reading and returns it with its length.
+fn open_with_size(path: &Path) -> Result<(File, u64)> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    Ok((file, size))
 }
 
 #[derive(Debug)]
@@ -116,11 +113,7 @@ impl Fs for OsFs {
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let (file, size) = open_with_size(path)?;
         Ok(Arc::new(OsRandomAccess {
             path: path.to_path_buf(),
             file,
@@ -130,11 +123,7 @@ impl Fs for OsFs {
     }
 
     fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let (file, size) = open_with_size(path)?;
         // An empty file cannot be mapped; a map that fails (address space, map count) falls
         // back to positional reads.
         let map = if size == 0 {
