@@ -63,12 +63,7 @@ pub fn drop_unsafe_guards(current: &Version, state: &State, edit: &mut VersionEd
     let mut added = Vec::new();
     for (first, key) in keys {
         let levels: Vec<usize> = (first..after.num_levels())
-            .filter(|&l| {
-                after
-                    .guards(l)
-                    .binary_search_by(|g| ucmp.compare(g, &key))
-                    .is_err()
-            })
+            .filter(|&l| !after.has_guard(l, &key))
             .collect();
         let safe = levels.iter().all(|&l| {
             after
@@ -149,12 +144,7 @@ pub fn drop_small_guards(current: &Version, options: &Options, edit: &mut Versio
             continue;
         }
         let levels: Vec<usize> = (1..after.num_levels())
-            .filter(|&l| {
-                after
-                    .guards(l)
-                    .binary_search_by(|g| ucmp.compare(g, &key))
-                    .is_ok()
-            })
+            .filter(|&l| after.has_guard(l, &key))
             .collect();
         let Some(&first) = levels.first() else {
             continue;

@@ -339,11 +339,9 @@ pub fn merge(
             edit.deleted_files.push((*level as u32, f.number));
         }
     }
-    let ucmp = ctx.icmp.user();
     for key in &partition.new_guards {
         for level in out..version.num_levels() {
-            let guards = version.guards(level);
-            if guards.binary_search_by(|g| ucmp.compare(g, key)).is_err() {
+            if !version.has_guard(level, key) {
                 edit.added_guards.push((level as u32, key.clone()));
             }
         }

@@ -219,6 +219,14 @@ impl Version {
         self.guards.get(level).map_or(&[], Vec::as_slice)
     }
 
+    /// True if `key` is a committed guard of `level`.
+    pub fn has_guard(&self, level: usize, key: &[u8]) -> bool {
+        let ucmp = self.icmp.user();
+        self.guards(level)
+            .binary_search_by(|g| ucmp.compare(g, key))
+            .is_ok()
+    }
+
     /// Total bytes of the tables of `level`.
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.files(level).iter().map(|f| f.file_size).sum()
