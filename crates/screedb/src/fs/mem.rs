@@ -164,7 +164,8 @@ struct MemRandomAccess {
 impl RandomAccessFile for MemRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let data = self.data.read().unwrap_or_else(PoisonError::into_inner);
-        super::copy_out(&data, buf, offset, &self.path)
+        buf.copy_from_slice(super::slice_at(&data, offset, buf.len(), &self.path)?);
+        Ok(())
     }
 
     fn size(&self) -> u64 {

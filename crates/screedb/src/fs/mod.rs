@@ -52,30 +52,30 @@ pub trait RandomAccessFile: Send + Sync {
     }
 }
 
-/// Copies the `buf.len()` bytes of `data` at `offset` into `buf` (a read of an in-memory or
-/// mapped file named `path`); past the end is an error naming the file.
-pub(crate) fn copy_out(data: &[u8], buf: &mut [u8], offset: u64, path: &Path) -> Result<()> {
-    let src = usize::try_from(offset)
+/// The `len` bytes of `data` at `offset` (a read of an in-memory or mapped file named
+/// `path`); past the end is an error naming the file.
+pub(crate) fn slice_at<'d>(
+    data: &'d [u8],
+    offset: u64,
+    len: usize,
+    path: &Path,
+) -> Result<&'d [u8]> {
+    usize::try_from(offset)
         .ok()
-        .and_then(|start| data.get(start..start.checked_add(buf.len())?));
-    match src {
-        Some(src) => {
-            buf.copy_from_slice(src);
-            Ok(())
-        }
-        None => Err(Error::io(
-            "read",
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!(
-                    "read of {} bytes at offset {offset} is past the end ({} bytes)",
-                    buf.len(),
-                    data.len()
+        .and_then(|start| data.get(start..start.checked_add(len)?))
+        .ok_or_else(|| {
+            Error::io(
+                "read",
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {len} bytes at offset {offset} is past the end ({} bytes)",
+                        data.len()
+                    ),
                 ),
-            ),
-        )),
-    }
+            )
+        })
 }
 
 /// A held lock on a LOCK file; released when dropped.

@@ -67,11 +67,24 @@ struct OsRandomAccess {
 impl RandomAccessFile for OsRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         if let Some(map) = &self.map {
-            return super::copy_out(map, buf, offset, &self.path);
+            buf.copy_from_slice(super::slice_at(map, offset, buf.len(), &self.path)?);
+            return Ok(());
         }
         self.file
             .read_exact_at(buf, offset)
             .map_err(|e| Error::io("read", &self.path, e))
+    }
+
+    /// A mapped file copies the bytes straight into the new vector (no zero-fill first).
+    fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        match &self.map {
+            Some(map) => Ok(super::slice_at(map, offset, len, &self.path)?.to_vec()),
+            None => {
+                let mut buf = vec![0u8; len];
+                self.read_exact_at(&mut buf, offset)?;
+                Ok(buf)
+            }
+        }
     }
 
     fn size(&self) -> u64 {
