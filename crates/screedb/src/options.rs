@@ -93,6 +93,18 @@ pub struct Options {
     /// `pread`. Default: true. RocksDB: `allow_mmap_reads` (default false); LevelDB maps up to
     /// 1000 tables by default on 64-bit systems.
     pub mmap_reads: bool,
+    /// Append to the write-ahead log through a shared writable memory map (Linux, on the real
+    /// file system) instead of one `write(2)` per write group: an append is then a copy into the
+    /// page cache with no system call. What an acknowledged write survives is unchanged: a
+    /// process crash (the bytes are in the page cache at once) and, after a synced write, a
+    /// machine crash (`fdatasync`). Space is reserved 1 MiB ahead with `fallocate`, so a full
+    /// disk is an error from the write, never a SIGBUS; a log left by a crash ends in zeros,
+    /// which recovery drops as the newest log's torn tail. Another program truncating a live
+    /// log would make the process fail with SIGBUS. Where the file system cannot reserve space,
+    /// the log falls back to `write(2)`. Default: true. RocksDB: none (its `allow_mmap_writes`,
+    /// default false, maps table files); LevelDB's early releases wrote their logs
+    /// through maps.
+    pub mmap_wal: bool,
     /// Table readers kept open. Default: 1000. RocksDB: `max_open_files`.
     pub max_open_tables: usize,
     /// Bloom filter bits per key (0 disables filters). Default: 10.
@@ -271,6 +283,7 @@ impl Default for Options {
             block_restart_interval: 16,
             block_cache_bytes: 32 << 20,
             mmap_reads: true,
+            mmap_wal: true,
             max_open_tables: 1000,
             bloom_bits_per_key: 10,
             filter_policy: None,
@@ -309,6 +322,7 @@ impl fmt::Debug for Options {
             .field("block_size", &self.block_size)
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("mmap_reads", &self.mmap_reads)
+            .field("mmap_wal", &self.mmap_wal)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("filter_policy", &self.filter_policy)
             .field("compression", &self.compression)

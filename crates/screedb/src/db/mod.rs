@@ -447,7 +447,7 @@ impl Db {
         let mut st = lock(&inner.state);
         let mut result = Ok(());
         if let Some(wal) = st.wal.as_mut() {
-            result = wal.sync();
+            result = wal.finish();
         }
         // Record the counters so write amplification survives the restart.
         if st.bg_error.is_none() {

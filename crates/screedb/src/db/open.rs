@@ -14,7 +14,7 @@ use arc_swap::ArcSwap;
 
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
-use super::write::insert;
+use super::write::{create_wal, insert};
 use super::{DbInner, DbState, SuperVersion};
 use crate::compaction::{self, flsm::Flsm, job, leveled::Leveled};
 use crate::comparator::InternalKeyComparator;
@@ -25,7 +25,7 @@ use crate::memtable::MemTable;
 use crate::options::{Layout, Options};
 use crate::table::{BlockCache, TableCache};
 use crate::version::VersionSet;
-use crate::wal::{LogReader, LogWriter, RecoveryMode};
+use crate::wal::{LogReader, RecoveryMode};
 use crate::write_batch::WriteBatch;
 
 pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
@@ -172,7 +172,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
     edit.stats = counters.persisted();
     versions.log_and_apply(edit)?;
-    let wal = LogWriter::new(fs.create(&filename::log_file(dir, wal_number))?);
+    let wal = create_wal(fs.as_ref(), &options, dir, wal_number)?;
     fs.sync_dir(dir)?;
 
     // Sweep: everything not referenced by the new state.

@@ -14,12 +14,14 @@ use std::time::{Duration, Instant};
 use super::{DbInner, DbState, Immutable, stats::Counters};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::fs::Fs;
 use crate::key::{SequenceNumber, ValueKind};
 use crate::memtable::{BatchEntry, MemTable};
-use crate::options::Memory;
+use crate::options::{Memory, Options};
 use crate::sync::{lock, wait, wait_timeout};
 use crate::wal::LogWriter;
 use crate::write_batch::{BatchOp, WriteBatch};
+use std::path::Path;
 use std::sync::MutexGuard;
 
 /// Largest group the leader builds (bytes of batch encoding).
@@ -284,20 +286,36 @@ pub(super) fn make_room_for_write<'a>(
     }
 }
 
+/// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`.
+pub(super) fn create_wal(
+    fs: &dyn Fs,
+    options: &Options,
+    dir: &Path,
+    number: u64,
+) -> Result<LogWriter> {
+    let path = filename::log_file(dir, number);
+    let file = if options.mmap_wal {
+        fs.create_mapped_log(&path)?
+    } else {
+        fs.create(&path)?
+    };
+    Ok(LogWriter::new(file))
+}
+
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
 fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
-    // The old log is synced before the new one takes writes: a later synced write acknowledges
+    // The old log is synced (and trimmed of reserved space) before the new one takes writes: a later synced write acknowledges
     // every write issued before it, and recovery reads every log but the newest strictly, so an
     // older log must never end in an unsynced (possibly torn) tail.
     if let Some(old) = st.wal.as_mut()
-        && let Err(e) = old.sync()
+        && let Err(e) = old.finish()
     {
         st.bg_error.get_or_insert_with(|| e.clone());
         return Err(e);
     }
     let number = st.versions.new_file_number();
-    let file = match inner.fs.create(&filename::log_file(&inner.dir, number)) {
-        Ok(f) => f,
+    let wal = match create_wal(inner.fs.as_ref(), &inner.options, &inner.dir, number) {
+        Ok(w) => w,
         Err(e) => {
             st.bg_error.get_or_insert_with(|| e.clone());
             return Err(e);
@@ -308,7 +326,7 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         st.bg_error.get_or_insert_with(|| e.clone());
         return Err(e);
     }
-    st.wal = Some(LogWriter::new(file));
+    st.wal = Some(wal);
     let old_number = std::mem::replace(&mut st.wal_number, number);
     let old_mem = std::mem::replace(
         &mut st.mem,

@@ -12,6 +12,8 @@
 //! - [`Fs::rename`] atomically replaces the target.
 
 mod fault;
+#[cfg(target_os = "linux")]
+mod mapped_log;
 mod mem;
 mod os;
 
@@ -35,6 +37,12 @@ pub trait WritableFile: Send + Sync {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far, including buffered ones.
     fn size(&self) -> u64;
+    /// Syncs, and releases any space reserved past the appended bytes (a file from
+    /// [`Fs::create_mapped_log`]), so the file holds exactly what was appended. Call once the
+    /// file is complete; appending after it is allowed. Default: [`WritableFile::sync`].
+    fn finish(&mut self) -> Result<()> {
+        self.sync()
+    }
 }
 
 /// A file opened for positional reads; shared between threads.
@@ -85,6 +93,14 @@ pub trait FileLock: Send + Sync + fmt::Debug {}
 pub trait Fs: Send + Sync + fmt::Debug + 'static {
     /// Creates (or truncates) `path` for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a log file for appending through a shared writable memory map,
+    /// where the file system has them (see `Options::mmap_wal`): appends are stores into the
+    /// page cache, with no system call. Space is reserved ahead, so until
+    /// [`WritableFile::finish`] the file may end in zeros after the appended bytes (also when the
+    /// process dies). Default: [`Fs::create`].
+    fn create_mapped_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens an existing file that nothing modifies while it is open (a table) for positional

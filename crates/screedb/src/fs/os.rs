@@ -3,7 +3,9 @@
 //! Writes go through a user-space buffer (flushed by `flush`/`sync`); `sync` is `fdatasync`;
 //! directory entries are made durable by opening the directory and calling `fsync` on it;
 //! LOCK files use the OS advisory lock (`flock` on Linux) through `std::fs::File::try_lock`;
-//! `open_mapped` reads through a read-only `mmap` of the whole file (crate memmap2).
+//! `open_mapped` reads through a read-only `mmap` of the whole file (crate memmap2);
+//! `create_mapped_log` appends through a writable one on Linux (see `mapped_log.rs`), falling
+//! back to `create` where the file system cannot reserve space.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{BufWriter, Write};
@@ -123,6 +125,15 @@ impl Fs for OsFs {
             file: BufWriter::with_capacity(WRITE_BUFFER, file),
             size: 0,
         }))
+    }
+
+    #[cfg(target_os = "linux")]
+    fn create_mapped_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        use super::mapped_log::{Created, MappedLog};
+        match MappedLog::create(path)? {
+            Created::Mapped(log) => Ok(Box::new(log)),
+            Created::Unsupported => self.create(path),
+        }
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {

@@ -104,6 +104,12 @@ impl LogWriter {
         self.checked(|f| f.sync())
     }
 
+    /// Makes every record durable and trims space the file reserved past them (see
+    /// [`WritableFile::finish`]): the log is complete and reads back exactly, in strict mode too.
+    pub fn finish(&mut self) -> Result<()> {
+        self.checked(|f| f.finish())
+    }
+
     fn checked(&mut self, op: impl FnOnce(&mut dyn WritableFile) -> Result<()>) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
