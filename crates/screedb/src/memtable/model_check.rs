@@ -26,8 +26,9 @@ use super::bucket::BufferedEntry;
 use super::membuffer::{Membuffer, PutOutcome};
 use crate::key::{SequenceNumber, ValueKind};
 
-/// Keys: "a" (hot) and "b" in neighbourhood 0, "\x90" in neighbourhood 1.
-const KEYS: [&[u8]; 3] = [b"a", b"b", b"\x90"];
+/// Keys: "a" (hot) and "b" in neighbourhood 0, "c" in neighbourhood 1 (by their hashes;
+/// `scenario` checks it).
+const KEYS: [&[u8]; 3] = [b"a", b"b", b"c"];
 
 /// The modelled skiplist: (key, seq) -> value.
 #[derive(Default)]
@@ -110,12 +111,13 @@ impl World {
     }
 
     fn drain(&self, hood: usize) {
-        self.buffer.drain_hood(hood, u64::MAX, |entries| {
-            let mut list = self.list.lock().unwrap();
-            for e in entries.iter() {
-                list.insert(e.user_key, e.seq, e.value);
-            }
-        });
+        self.buffer
+            .drain_hoods(hood..hood + 1, u64::MAX, |entries| {
+                let mut list = self.list.lock().unwrap();
+                for e in entries.iter() {
+                    list.insert(e.user_key, e.seq, e.value);
+                }
+            });
     }
 }
 
@@ -123,6 +125,12 @@ fn scenario() {
     // 2 buckets of 2 entries, one per neighbourhood: "a" and "b" fill bucket 0.
     let buffer = Membuffer::new(2 * 128, 2);
     assert_eq!(buffer.hoods(), 2);
+    let hoods: Vec<usize> = KEYS.iter().map(|k| buffer.hood(k)).collect();
+    assert_eq!(
+        hoods,
+        [0, 0, 1],
+        "the scenario needs two keys sharing a neighbourhood"
+    );
     let world = Arc::new(World {
         buffer,
         list: Mutex::new(List::default()),
