@@ -152,21 +152,24 @@ fn lead<'a>(
 
 /// Merges the batches of the writers at the front of the queue (the leader first) into one, up to
 /// `MAX_GROUP_BYTES`. The group is synced if any of its writers asked for sync.
+/// The leader's own batch becomes the group (taken, not copied: a lone writer, the common case,
+/// costs no copy); the others' batches are appended to it.
 fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
-    let mut group = WriteBatch::new();
+    let mut group: Option<WriteBatch> = None;
     let mut count = 0;
     let mut sync_any = false;
     for w in &st.writers {
-        let slot = lock(&w.batch);
+        let mut slot = lock(&w.batch);
         let Some(batch) = slot.as_ref() else { break };
-        if count > 0 && group.approximate_size() + batch.approximate_size() > MAX_GROUP_BYTES {
-            break;
+        match group.as_mut() {
+            None => group = slot.take(),
+            Some(g) if g.approximate_size() + batch.approximate_size() > MAX_GROUP_BYTES => break,
+            Some(g) => g.append(batch),
         }
-        group.append(batch);
         sync_any |= w.sync;
         count += 1;
     }
-    (group, count, sync_any)
+    (group.unwrap_or_default(), count, sync_any)
 }
 
 fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) -> Result<()> {

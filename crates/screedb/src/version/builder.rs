@@ -126,6 +126,7 @@ impl<'a> VersionBuilder<'a> {
         Version {
             icmp,
             layout: self.base.layout,
+            level_bytes: Version::sizes_of(&levels),
             levels,
             run_metas: Version::metas_of(&runs),
             runs,
