@@ -7,6 +7,7 @@
 //! under the mutex it publishes the new sequence number and wakes the group. A failed WAL append or
 //! sync is sticky: the database refuses every later write.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +22,6 @@ use crate::options::{Memory, Options};
 use crate::sync::{lock, wait, wait_timeout};
 use crate::wal::LogWriter;
 use crate::write_batch::{BatchOp, WriteBatch};
-use std::path::Path;
 use std::sync::MutexGuard;
 
 /// Largest group the leader builds (bytes of batch encoding).
@@ -307,9 +307,10 @@ pub(super) fn create_wal(
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
 fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
-    // The old log is synced (and trimmed of reserved space) before the new one takes writes: a later synced write acknowledges
-    // every write issued before it, and recovery reads every log but the newest strictly, so an
-    // older log must never end in an unsynced (possibly torn) tail.
+    // The old log is finished (synced, and trimmed of reserved space) before the new one takes
+    // writes: a later synced write acknowledges every write issued before it, and recovery reads
+    // every log but the newest strictly, so an older log must never end in an unsynced (possibly
+    // torn) tail or in a mapped log's zero-filled reserve.
     if let Some(old) = st.wal.as_mut()
         && let Err(e) = old.finish()
     {
