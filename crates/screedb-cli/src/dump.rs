@@ -86,6 +86,28 @@ fn show_ikey(ikey: &[u8]) -> String {
     }
 }
 
+/// A strict read's corruption, with a hint when the damage may be the end of a live log: the
+/// newest WAL of a database that is open, or was not closed, ends in a torn record or (with the
+/// memory-mapped WAL) in the zeros reserved ahead of the last record.
+fn hint_tolerant(e: screedb::Error, args: &WalArgs) -> screedb::Error {
+    match e {
+        screedb::Error::Corruption {
+            file,
+            offset,
+            reason,
+        } if !args.tolerate_torn_tail => screedb::Error::corruption(
+            file,
+            offset,
+            format!(
+                "{reason} (if this is the newest log of a database that is open or was not \
+                 closed, its end may be a torn record or the zeros reserved ahead of it: \
+                 --tolerate-torn-tail reads it as recovery does)"
+            ),
+        ),
+        other => other,
+    }
+}
+
 /// `screedb dump-wal`.
 pub fn wal(args: &WalArgs, out: &mut dyn Write) -> CliResult {
     let path = &args.file;
@@ -94,7 +116,7 @@ pub fn wal(args: &WalArgs, out: &mut dyn Write) -> CliResult {
     let mut reader = LogReader::new(file, path.clone(), mode(args.tolerate_torn_tail));
     let preview = if args.full_values { 0 } else { VALUE_PREVIEW };
     let (mut records, mut updates) = (0u64, 0u64);
-    while let Some(record) = reader.read_record()? {
+    while let Some(record) = reader.read_record().map_err(|e| hint_tolerant(e, args))? {
         let offset = reader.last_record_offset();
         let batch = WriteBatch::from_record(record, path, offset)?;
         writeln!(
