@@ -12,7 +12,7 @@ use screedb::fs::{Fs, OsFs, RandomAccessFile};
 use screedb::iter::InternalIterator;
 use screedb::key::{ValueKind, parse_internal_key};
 use screedb::manifest::{FileMeta, VersionEdit};
-use screedb::table::{Table, TableOptions};
+use screedb::table::{TableCache, TableOptions};
 use screedb::wal::{LogReader, RecoveryMode};
 use screedb::write_batch::{BatchOp, WriteBatch};
 
@@ -163,18 +163,21 @@ pub fn table(args: &TableArgs, out: &mut dyn Write) -> CliResult {
         Some(Some(FileKind::Table(n))) => n,
         _ => 0,
     };
-    let file = open(path)?;
-    let size = file.size();
-    let table = Arc::new(Table::open(
-        file,
-        path.clone(),
+    let table = TableCache::open_path(
+        &OsFs,
+        path,
         number,
-        TableOptions::default(),
-        InternalKeyComparator::new(default_comparator()),
-        None,
-    )?);
+        &TableOptions::default(),
+        &InternalKeyComparator::new(default_comparator()),
+    )?;
     let p = table.properties();
-    writeln!(out, "{}: {size} bytes", path.display())?;
+    writeln!(
+        out,
+        "{}: {} bytes, {} format",
+        path.display(),
+        table.extent(),
+        table.format()
+    )?;
     writeln!(out, "properties:")?;
     let rows = [
         ("entries", p.num_entries.to_string()),
@@ -202,7 +205,7 @@ pub fn table(args: &TableArgs, out: &mut dyn Write) -> CliResult {
     }
     writeln!(out, "entries (user key, sequence, kind, value):")?;
     let preview = if args.full_values { 0 } else { VALUE_PREVIEW };
-    let mut it = table.iter();
+    let mut it = Arc::clone(&table).iter();
     it.seek_to_first();
     let mut shown = 0u64;
     while it.valid() && args.limit.is_none_or(|l| shown < l) {

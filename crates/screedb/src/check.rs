@@ -7,7 +7,7 @@
 //! - the version invariants (sorted, disjoint levels >= 1; no table listed twice; no table newer
 //!   than the manifest's last sequence);
 //! - every live table: it exists, its size is the one the manifest records, every block's
-//!   checksum, every entry's order ([`Table::verify_all_blocks`]), and its properties agree with
+//!   checksum, every entry's order ([`crate::table::TableReader::verify`]), and its properties agree with
 //!   its manifest entry (smallest/largest key, sequence range, entry and deletion counts);
 //! - every live WAL: older logs are read strictly, the newest may end in a torn tail (as at open);
 //!   every record must decode as a write batch and sequence numbers must increase.
@@ -25,7 +25,7 @@ use crate::filename::{self, FileKind};
 use crate::fs::Fs;
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::Options;
-use crate::table::{Table, TableCache};
+use crate::table::TableCache;
 use crate::version::VersionSet;
 use crate::wal::{LogReader, RecoveryMode};
 use crate::write_batch::WriteBatch;
@@ -107,7 +107,7 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
     let tables = Arc::new(TableCache::new(
         Arc::clone(&fs),
         dir.to_path_buf(),
-        table_options.clone(),
+        table_options,
         icmp.clone(),
         16,
         None,
@@ -116,7 +116,7 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
         Arc::clone(&fs),
         dir.to_path_buf(),
         icmp.clone(),
-        tables,
+        Arc::clone(&tables),
         options,
         None,
     );
@@ -154,7 +154,7 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
     for level in 0..version.num_levels() {
         report.tables_per_level.push(version.files(level).len());
         for f in version.files(level) {
-            check_table(fs.as_ref(), dir, f, &icmp, &table_options, &mut report)?;
+            check_table(fs.as_ref(), dir, f, &tables, &mut report)?;
         }
     }
 
@@ -208,8 +208,7 @@ fn check_table(
     fs: &dyn Fs,
     dir: &Path,
     meta: &FileMeta,
-    icmp: &InternalKeyComparator,
-    table_options: &crate::table::TableOptions,
+    tables: &TableCache,
     report: &mut CheckReport,
 ) -> Result<()> {
     let path = filename::table_file(dir, meta.number);
@@ -231,15 +230,19 @@ fn check_table(
             ),
         ));
     }
-    let table = Table::open(
-        fs.open(&path)?,
-        path.clone(),
-        meta.number,
-        table_options.clone(),
-        icmp.clone(),
-        None,
-    )?;
-    table.verify_all_blocks()?;
+    let table = tables.open_uncached(meta.number, meta.file_size)?;
+    if table.format() != meta.format {
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!(
+                "the file is a {} table; the manifest says {}",
+                table.format(),
+                meta.format
+            ),
+        ));
+    }
+    table.verify()?;
     let p = table.properties();
     let disagree = |what: &str| {
         Err(Error::corruption(

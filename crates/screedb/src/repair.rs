@@ -33,7 +33,9 @@ use crate::key::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::table::{Table, TableBuilder, TableOptions};
+use crate::table::{
+    TableCache, TableFormat, TableOptions, TableReader, TableWriter, create_writer,
+};
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 use crate::write_batch::{BatchOp, WriteBatch};
 
@@ -76,6 +78,17 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     let _lock = fs.lock(&filename::lock_file(dir))?;
     let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
     let topts = options.table_options();
+    let reader_cache = TableCache::new(
+        Arc::clone(&fs),
+        dir.to_path_buf(),
+        TableOptions {
+            verify_checksums: true,
+            ..topts.clone()
+        },
+        icmp.clone(),
+        1,
+        None,
+    );
     let mut report = RepairReport::default();
 
     let (mut tables, mut logs, mut manifests) = (Vec::new(), Vec::new(), Vec::new());
@@ -106,10 +119,10 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut bad_tables = HashSet::new();
     for &n in &tables {
-        match read_table(fs.as_ref(), dir, n, &topts, &icmp) {
+        match read_table(fs.as_ref(), &reader_cache, dir, n) {
             Ok(table) => {
                 max_seq = max_seq.max(table.properties().largest_seq);
-                children.push(Box::new(table.iter()));
+                children.push(table.iter());
                 report.tables_read += 1;
             }
             Err(e) => {
@@ -182,26 +195,14 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
 /// Opens table `n` and reads every entry, so a damaged data block is found now.
 fn read_table(
     fs: &dyn Fs,
+    tables: &TableCache,
     dir: &Path,
     n: u64,
-    topts: &TableOptions,
-    icmp: &InternalKeyComparator,
-) -> Result<Arc<Table>> {
+) -> Result<Arc<dyn TableReader>> {
     let path = filename::table_file(dir, n);
-    let opts = TableOptions {
-        verify_checksums: true,
-        ..topts.clone()
-    };
-    let table = Arc::new(Table::open(
-        fs.open(&path)?,
-        path.clone(),
-        n,
-        opts,
-        icmp.clone(),
-        None,
-    )?);
-    table.verify_all_blocks()?;
-    let mut it = table.iter();
+    let table = tables.open_uncached(n, fs.file_size(&path)?)?;
+    table.verify()?;
+    let mut it = Arc::clone(&table).iter();
     it.seek_to_first();
     while it.valid() {
         if key::parse_internal_key(it.key()).is_none() {
@@ -259,7 +260,7 @@ fn write_newest(
     report: &mut RepairReport,
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
-    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
     let mut last_user_key: Option<Vec<u8>> = None;
     input.seek_to_first();
     while input.valid() {
@@ -286,8 +287,7 @@ fn write_newest(
                         let n = *next_number;
                         *next_number += 1;
                         let path = filename::table_file(dir, n);
-                        let file = fs.create(&path)?;
-                        let b = TableBuilder::new(topts.clone(), icmp.clone(), file, path);
+                        let b = create_writer(fs, &path, TableFormat::Sorted, topts, icmp)?;
                         builder.insert((n, b))
                     }
                 };

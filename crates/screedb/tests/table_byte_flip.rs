@@ -116,7 +116,7 @@ fn assert_names_file(err: &Error, pos: usize) {
 
 /// Everything a reader can see: forward scan, backward scan, a get per key, full verification.
 fn read_everything(t: &Arc<Table>, want: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut it = t.iter();
+    let mut it = t.table_iter();
     let mut fwd = Vec::new();
     it.seek_to_first();
     while it.valid() {

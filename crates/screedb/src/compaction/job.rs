@@ -22,7 +22,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::Layout;
-use crate::table::{TableBuilder, TableCache, TableOptions};
+use crate::table::{TableCache, TableFormat, TableOptions, TableWriter, create_writer};
 use crate::version::{Version, guards};
 
 /// What a job needs from the database.
@@ -177,7 +177,7 @@ fn write_tables(
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
-    let mut builder: Option<(u64, TableBuilder)> = None;
+    let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut seen: u64 = 0;
     input.seek_to_first();
@@ -212,10 +212,15 @@ fn write_tables(
         if builder.is_none() {
             let number = (ctx.new_file_number)();
             let path = filename::table_file(ctx.dir, number);
-            let file = ctx.fs.create(&path)?;
             builder = Some((
                 number,
-                TableBuilder::new(ctx.table_options.clone(), ctx.icmp.clone(), file, path),
+                create_writer(
+                    ctx.fs,
+                    &path,
+                    TableFormat::Sorted,
+                    ctx.table_options,
+                    ctx.icmp,
+                )?,
             ));
         }
         if let Some((_, b)) = builder.as_mut() {
@@ -239,12 +244,12 @@ fn write_tables(
     // index or filter) fails the job before an edit names it, and the first reads after the
     // install find it open instead of loading its index and filter themselves.
     for meta in &outputs {
-        ctx.tables.get(meta.number)?;
+        ctx.tables.get(meta)?;
     }
     Ok(outputs)
 }
 
-fn finish(builder: TableBuilder, number: u64, stats: &mut JobStats) -> Result<FileMeta> {
+fn finish(builder: Box<dyn TableWriter>, number: u64, stats: &mut JobStats) -> Result<FileMeta> {
     let meta = finish_table(builder, number)?;
     stats.bytes_written += meta.file_size;
     stats.files_written += 1;
@@ -252,7 +257,7 @@ fn finish(builder: TableBuilder, number: u64, stats: &mut JobStats) -> Result<Fi
 }
 
 /// Finishes table `number` and describes it as the manifest records it (also used by repair).
-pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMeta> {
+pub(crate) fn finish_table(builder: Box<dyn TableWriter>, number: u64) -> Result<FileMeta> {
     let (file_size, props) = builder.finish()?;
     Ok(FileMeta {
         number,
@@ -263,6 +268,8 @@ pub(crate) fn finish_table(builder: TableBuilder, number: u64) -> Result<FileMet
         largest_seq: props.largest_seq,
         num_entries: props.num_entries,
         num_deletions: props.num_deletions,
+        format: TableFormat::Sorted,
+        end_checksum: None,
     })
 }
 
@@ -297,7 +304,7 @@ pub fn merge(
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in spec.all_inputs() {
         stats.bytes_read += file.file_size;
-        children.push(Box::new(ctx.tables.get(file.number)?.iter()));
+        children.push(ctx.tables.get(file)?.iter());
     }
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;

@@ -129,6 +129,8 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             num_deletions: 0,
+
+            ..FileMeta::default()
         }
     }
 

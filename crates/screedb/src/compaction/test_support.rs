@@ -23,6 +23,8 @@ pub fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
         largest_seq: number,
         num_entries: 10,
         num_deletions: 0,
+
+        ..FileMeta::default()
     }
 }
 

@@ -271,13 +271,13 @@ impl Db {
             children.push(Box::new(imm.iter()));
         }
         for file in sv.version.files(0) {
-            children.push(Box::new(inner.tables.get(file.number)?.iter()));
+            children.push(inner.tables.get(file)?.iter());
         }
         // One concatenating iterator per sorted run: one per level in the leveled layout, one
         // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
         let tables = Arc::clone(&inner.tables);
         let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-            Ok(Box::new(tables.get(f.number)?.iter()))
+            Ok(tables.get(f)?.iter())
         });
         for level in 1..sv.version.num_levels() {
             for run in sv.version.run_metas(level) {
@@ -415,7 +415,7 @@ impl Db {
             let mut total = 0u64;
             for level in 0..sv.version.num_levels() {
                 for f in sv.version.overlapping(level, Some(start), Some(end)) {
-                    let table = inner.tables.get(f.number)?;
+                    let table = inner.tables.get(&f)?;
                     total += table
                         .approximate_offset_of(&e)
                         .saturating_sub(table.approximate_offset_of(&s));

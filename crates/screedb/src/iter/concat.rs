@@ -355,6 +355,8 @@ mod tests {
             largest_seq: 0,
             num_entries: part.len() as u64,
             num_deletions: 0,
+
+            ..FileMeta::default()
         })
     }
 

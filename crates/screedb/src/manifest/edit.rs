@@ -19,7 +19,14 @@
 //!  9   removed guard:   level: u32 | user key bytes
 //! 10   stat:            name bytes (UTF-8) | value: u64
 //! 11   layout:          u8 (0 = leveled, 1 = FLSM); written with the comparator, absent = leveled
+//! 12   new table:       level: u32 | format: u8 | FileMeta fields | has end checksum: u8 |
+//!                       end checksum: u32 (a table tag 6 cannot describe: not sorted, or growing)
+//! 13   table grew:      the same payload as 12; the live table of that number at that level now
+//!                       has this metadata (a larger extent: bytes were appended to its file)
 //! ```
+//!
+//! Sorted tables that never grow are still written with tag 6, so a database that holds only
+//! those stays readable by builds that predate tags 12 and 13.
 //!
 //! Every byte of a record is either a tag or part of a field, so there is no trailing garbage to
 //! detect: a cut that falls exactly between two fields decodes as a shorter, valid edit. Whole
@@ -65,6 +72,10 @@ pub mod tag {
     pub const STAT: u8 = 10;
     /// The layout of levels >= 1 (0 = leveled, 1 = FLSM), fixed at creation.
     pub const LAYOUT: u8 = 11;
+    /// A table added to a level, with its format and end checksum.
+    pub const NEW_TABLE: u8 = 12;
+    /// A live table whose file grew by appends: its new metadata.
+    pub const TABLE_GREW: u8 = 13;
 }
 
 /// The on-disk code of a layout (tag 11). Frozen.
@@ -94,6 +105,8 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(u32, u64)>,
     /// Tables added: `(level, metadata)`.
     pub new_files: Vec<(u32, FileMeta)>,
+    /// Live tables that grew by appends: `(level, new metadata)`.
+    pub grown_files: Vec<(u32, FileMeta)>,
     /// FLSM guards added: `(level, user key)`.
     pub added_guards: Vec<(u32, Vec<u8>)>,
     /// FLSM guards removed: `(level, user key)`.
@@ -137,9 +150,21 @@ impl VersionEdit {
         }
         for (level, meta) in &self.new_files {
             debug_assert!(*level <= MAX_LEVEL);
-            dst.push(tag::NEW_FILE);
+            if meta.is_plain() {
+                dst.push(tag::NEW_FILE);
+                put_u32(dst, *level);
+                meta.encode_fields(dst);
+            } else {
+                dst.push(tag::NEW_TABLE);
+                put_u32(dst, *level);
+                meta.encode_framed(dst);
+            }
+        }
+        for (level, meta) in &self.grown_files {
+            debug_assert!(*level <= MAX_LEVEL);
+            dst.push(tag::TABLE_GREW);
             put_u32(dst, *level);
-            meta.encode_fields(dst);
+            meta.encode_framed(dst);
         }
         for (t, guards) in [
             (tag::ADDED_GUARD, &self.added_guards),
@@ -199,6 +224,16 @@ impl VersionEdit {
                     let meta = FileMeta::decode_fields(&mut r)?;
                     edit.new_files.push((level, meta));
                 }
+                tag::NEW_TABLE => {
+                    let level = r.level("new table level")?;
+                    edit.new_files
+                        .push((level, FileMeta::decode_framed(&mut r)?));
+                }
+                tag::TABLE_GREW => {
+                    let level = r.level("grown table level")?;
+                    edit.grown_files
+                        .push((level, FileMeta::decode_framed(&mut r)?));
+                }
                 tag::ADDED_GUARD => {
                     let level = r.level("added guard level")?;
                     let key = r.bytes("added guard key")?.to_vec();
@@ -236,6 +271,7 @@ impl VersionEdit {
             && self.last_sequence.is_none()
             && self.deleted_files.is_empty()
             && self.new_files.is_empty()
+            && self.grown_files.is_empty()
             && self.added_guards.is_empty()
             && self.removed_guards.is_empty()
             && self.stats.is_empty()
@@ -263,9 +299,10 @@ mod tests {
             arb_bytes(),
             arb_bytes(),
             any::<(u64, u64, u64, u64)>(),
+            proptest::option::of(any::<u32>()),
         )
             .prop_map(
-                |((number, file_size), smallest, largest, (s, l, e, d))| FileMeta {
+                |((number, file_size), smallest, largest, (s, l, e, d), end_checksum)| FileMeta {
                     number,
                     file_size,
                     smallest,
@@ -274,6 +311,8 @@ mod tests {
                     largest_seq: l,
                     num_entries: e,
                     num_deletions: d,
+                    format: crate::table::TableFormat::Sorted,
+                    end_checksum,
                 },
             )
     }
@@ -289,25 +328,31 @@ mod tests {
                 proptest::option::of(any::<u64>()),
             ),
             vec((level.clone(), any::<u64>()), 0..4),
-            vec((level.clone(), arb_meta()), 0..4),
+            (
+                vec((level.clone(), arb_meta()), 0..4),
+                vec((level.clone(), arb_meta()), 0..2),
+            ),
             vec((level.clone(), arb_bytes()), 0..3),
             vec((level, arb_bytes()), 0..3),
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
             proptest::option::of(prop_oneof![Just(Layout::Leveled), Just(Layout::Flsm)]),
         )
             .prop_map(
-                |((c, log, prev, next, last), del, new, add, rem, stats, layout)| VersionEdit {
-                    comparator: c,
-                    layout,
-                    log_number: log,
-                    prev_log_number: prev,
-                    next_file_number: next,
-                    last_sequence: last,
-                    deleted_files: del,
-                    new_files: new,
-                    added_guards: add,
-                    removed_guards: rem,
-                    stats,
+                |((c, log, prev, next, last), del, (new, grown), add, rem, stats, layout)| {
+                    VersionEdit {
+                        comparator: c,
+                        layout,
+                        log_number: log,
+                        prev_log_number: prev,
+                        next_file_number: next,
+                        last_sequence: last,
+                        deleted_files: del,
+                        new_files: new,
+                        grown_files: grown,
+                        added_guards: add,
+                        removed_guards: rem,
+                        stats,
+                    }
                 },
             )
     }
@@ -327,6 +372,7 @@ mod tests {
         .count()
             + e.deleted_files.len()
             + e.new_files.len()
+            + e.grown_files.len()
             + e.added_guards.len()
             + e.removed_guards.len()
             + e.stats.len()
@@ -483,8 +529,10 @@ mod tests {
                     largest_seq: 2,
                     num_entries: 3,
                     num_deletions: 4,
+                    ..FileMeta::default()
                 },
             )],
+            grown_files: vec![],
             added_guards: vec![(2, b"g".to_vec())],
             removed_guards: vec![(3, b"h".to_vec())],
             stats: vec![("w".into(), 5)],

@@ -1,6 +1,9 @@
-//! Metadata of one sorted table, as recorded in the manifest.
+//! Metadata of one table, as recorded in the manifest.
 //!
-//! Byte layout inside a "new file" field of a version edit (after the tag and the level):
+//! Byte layout inside a "new file" field (tag 6) of a version edit, after the tag and the level.
+//! Tag 6 describes a sorted table that never grows; every other table is written as a "new table"
+//! (tag 12) or "table grew" (tag 13) field, which frame the same fields with its format and the
+//! checksum of its committed end (see edit.rs):
 //!
 //! ```text
 //! number:        u64 LE
@@ -13,18 +16,21 @@
 //! num_deletions: u64 LE
 //! ```
 
-use crate::coding::put_u64;
+use crate::coding::{put_u32, put_u64};
 use crate::error::Result;
 use crate::key;
+use crate::table::TableFormat;
 
 use super::{FieldReader, put_bytes};
 
 /// What the manifest knows about one table file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FileMeta {
     /// The file number; the table is `<number>.sst`.
     pub number: u64,
-    /// Size of the file in bytes.
+    /// The table's extent: bytes of the file this version reads. For a table that never grows,
+    /// the size of the file. A table that grows by appends has a larger extent in each newer
+    /// version; readers of an older version never read past theirs.
     pub file_size: u64,
     /// Smallest internal key in the table.
     pub smallest: Vec<u8>,
@@ -38,7 +44,17 @@ pub struct FileMeta {
     pub num_entries: u64,
     /// Number of tombstones.
     pub num_deletions: u64,
+    /// The table's format. Default: [`TableFormat::Sorted`].
+    pub format: TableFormat,
+    /// For a table that grows: the CRC32C (masked) of the last bytes below the extent (at most
+    /// [`END_CHECKSUM_SPAN`]), so a reopened file whose committed end was overwritten is caught.
+    /// `None` for a table that never grows.
+    pub end_checksum: Option<u32>,
 }
+
+/// How many bytes below a table's extent [`FileMeta::end_checksum`] covers (fewer when the
+/// table is shorter).
+pub const END_CHECKSUM_SPAN: u64 = 4096;
 
 impl FileMeta {
     /// The user-key part of [`FileMeta::smallest`].
@@ -63,6 +79,49 @@ impl FileMeta {
         put_u64(dst, self.num_deletions);
     }
 
+    /// True when tag 6 can describe the table: a sorted table with no end checksum.
+    pub(crate) fn is_plain(&self) -> bool {
+        self.format == TableFormat::Sorted && self.end_checksum.is_none()
+    }
+
+    /// Appends `format: u8 | fields | has end checksum: u8 | end checksum: u32 LE` (tags 12, 13).
+    pub(crate) fn encode_framed(&self, dst: &mut Vec<u8>) {
+        dst.push(self.format.code());
+        self.encode_fields(dst);
+        dst.push(u8::from(self.end_checksum.is_some()));
+        put_u32(dst, self.end_checksum.unwrap_or(0));
+    }
+
+    /// Reads what [`FileMeta::encode_framed`] wrote.
+    pub(crate) fn decode_framed(r: &mut FieldReader<'_>) -> Result<FileMeta> {
+        let at = r.offset();
+        let code = r.u8("table format")?;
+        let format = TableFormat::from_code(code).ok_or_else(|| {
+            crate::error::Error::corruption(
+                r.file(),
+                at,
+                format!("unknown table format code {code} (a newer build wrote this database)"),
+            )
+        })?;
+        let mut meta = FileMeta::decode_fields(r)?;
+        meta.format = format;
+        let at = r.offset();
+        let has = r.u8("end checksum flag")?;
+        let crc = r.u32("end checksum")?;
+        meta.end_checksum = match has {
+            0 => None,
+            1 => Some(crc),
+            other => {
+                return Err(crate::error::Error::corruption(
+                    r.file(),
+                    at,
+                    format!("end checksum flag is {other}, not 0 or 1"),
+                ));
+            }
+        };
+        Ok(meta)
+    }
+
     /// Reads the fields in the layout above.
     pub(crate) fn decode_fields(r: &mut FieldReader<'_>) -> Result<FileMeta> {
         Ok(FileMeta {
@@ -74,6 +133,8 @@ impl FileMeta {
             largest_seq: r.u64("new file largest sequence")?,
             num_entries: r.u64("new file entry count")?,
             num_deletions: r.u64("new file deletion count")?,
+            format: TableFormat::Sorted,
+            end_checksum: None,
         })
     }
 }
@@ -94,6 +155,7 @@ mod tests {
             largest_seq: 9,
             num_entries: 2,
             num_deletions: 1,
+            ..FileMeta::default()
         };
         assert_eq!(meta.smallest_user_key(), b"apple");
         assert_eq!(meta.largest_user_key(), b"pear");

@@ -11,7 +11,7 @@ mod edit;
 mod file_meta;
 
 pub use edit::{MAX_LEVEL, VersionEdit, tag};
-pub use file_meta::FileMeta;
+pub use file_meta::{END_CHECKSUM_SPAN, FileMeta};
 
 use std::path::Path;
 
@@ -36,6 +36,11 @@ impl<'a> FieldReader<'a> {
             file,
             base,
         }
+    }
+
+    /// The manifest being read.
+    pub(crate) fn file(&self) -> &'a Path {
+        self.file
     }
 
     /// True when every byte has been consumed.

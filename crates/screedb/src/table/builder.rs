@@ -21,6 +21,7 @@ use super::filter::BloomFilterBuilder;
 use super::filter_policy::{CustomFilterBuilder, custom_filter_block_name};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer, block_trailer};
 use super::properties::TableProperties;
+use super::seam::TableWriter;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
 
 /// The filter being collected: the built-in Bloom filter or a custom policy's.
@@ -245,5 +246,19 @@ impl TableBuilder {
         }
         self.offset += data.len() as u64;
         Ok(())
+    }
+}
+
+impl TableWriter for TableBuilder {
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        TableBuilder::add(self, ikey, value)
+    }
+
+    fn estimated_file_size(&self) -> u64 {
+        TableBuilder::estimated_file_size(self)
+    }
+
+    fn finish(self: Box<Self>) -> Result<(u64, TableProperties)> {
+        TableBuilder::finish(*self)
     }
 }

@@ -5,7 +5,7 @@
 //! a deleted table's blocks simply age out.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -13,11 +13,13 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
 use crate::comparator::InternalKeyComparator;
-use crate::error::Result;
-use crate::fs::Fs;
+use crate::error::{Error, Result};
+use crate::fs::{Fs, RandomAccessFile};
+use crate::manifest::FileMeta;
 
 use super::block::Block;
 use super::reader::Table;
+use super::seam::{TableFormat, TableReader, format_of_tail};
 use super::{TableOptions, table_file_name};
 
 /// Weighs a cached block by the bytes it holds.
@@ -95,15 +97,17 @@ impl BlockCache {
     }
 }
 
-/// A bounded set of open tables, keyed by file number. Opening is single-flight: concurrent
-/// `get`s of one missing table open it once.
+/// A bounded set of open tables, keyed by file number: the one place that opens a table file
+/// (versions and compaction through [`TableCache::get`], `screedb check` and repair through
+/// [`TableCache::open_uncached`], the CLI through [`TableCache::open_path`]). Opening is
+/// single-flight: concurrent `get`s of one missing table open it once.
 pub struct TableCache {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     opts: TableOptions,
     icmp: InternalKeyComparator,
     block_cache: Option<Arc<BlockCache>>,
-    tables: Cache<u64, Arc<Table>>,
+    tables: Cache<u64, Arc<dyn TableReader>>,
 }
 
 impl fmt::Debug for TableCache {
@@ -136,30 +140,107 @@ impl TableCache {
         }
     }
 
-    /// The open table `file_number`, opening `dir/{file_number:06}.sst` on a miss.
-    pub fn get(&self, file_number: u64) -> Result<Arc<Table>> {
-        self.tables.get_or_insert_with(&file_number, || {
-            let path = table_file_name(&self.dir, file_number);
-            let file = if self.opts.mmap_reads {
-                self.fs.open_mapped(&path)?
-            } else {
-                self.fs.open(&path)?
-            };
-            let table = Table::open(
-                file,
-                path,
-                file_number,
-                self.opts.clone(),
-                self.icmp.clone(),
-                self.block_cache.clone(),
-            )?;
-            Ok(Arc::new(table))
-        })
+    /// The open table `meta` describes, opening `dir/{number:06}.sst` on a miss. A table that
+    /// grew since it was cached (its extent is larger now) is opened again at its new extent; a
+    /// caller holding an older version with a shorter extent gets a reader of that extent.
+    pub fn get(&self, meta: &FileMeta) -> Result<Arc<dyn TableReader>> {
+        let number = meta.number;
+        let table = self
+            .tables
+            .get_or_insert_with(&number, || self.open_uncached(number, meta.file_size))?;
+        match table.extent().cmp(&meta.file_size) {
+            std::cmp::Ordering::Equal => Ok(table),
+            std::cmp::Ordering::Less => {
+                let grown = self.open_uncached(number, meta.file_size)?;
+                self.tables.insert(number, Arc::clone(&grown));
+                Ok(grown)
+            }
+            std::cmp::Ordering::Greater => self.open_uncached(number, meta.file_size),
+        }
+    }
+
+    /// Opens table `number` of the directory, reading its first `extent` bytes, without
+    /// caching it (for `screedb check` and repair, which read each table once).
+    pub fn open_uncached(&self, number: u64, extent: u64) -> Result<Arc<dyn TableReader>> {
+        let path = table_file_name(&self.dir, number);
+        let file = if self.opts.mmap_reads {
+            self.fs.open_mapped(&path)?
+        } else {
+            self.fs.open(&path)?
+        };
+        open_reader(
+            file,
+            path,
+            number,
+            Some(extent),
+            &self.opts,
+            &self.icmp,
+            self.block_cache.clone(),
+        )
+    }
+
+    /// Opens the table file at `path` (numbered `number` in errors and caches), whatever its
+    /// format, reading the whole file: for tools that look at one file.
+    pub fn open_path(
+        fs: &dyn Fs,
+        path: &Path,
+        number: u64,
+        opts: &TableOptions,
+        icmp: &InternalKeyComparator,
+    ) -> Result<Arc<dyn TableReader>> {
+        open_reader(
+            fs.open(path)?,
+            path.to_path_buf(),
+            number,
+            None,
+            opts,
+            icmp,
+            None,
+        )
     }
 
     /// Forgets table `file_number` (call before deleting its file). Iterators holding it keep
     /// it open until they are dropped.
     pub fn evict(&self, file_number: u64) {
         self.tables.remove(&file_number);
+    }
+}
+
+/// Opens a table of any format: the magic in the last 8 bytes of its first `extent` bytes (the
+/// whole file when `None`) picks the reader.
+fn open_reader(
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    number: u64,
+    extent: Option<u64>,
+    opts: &TableOptions,
+    icmp: &InternalKeyComparator,
+    block_cache: Option<Arc<BlockCache>>,
+) -> Result<Arc<dyn TableReader>> {
+    let size = file.size();
+    let extent = extent.unwrap_or(size);
+    if extent != size {
+        // Sorted tables never grow: the MANIFEST and the file must agree on the length.
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!("table is {size} bytes; the manifest says {extent}"),
+        ));
+    }
+    let tail_at = extent.saturating_sub(8);
+    let tail = if extent >= 8 {
+        file.read_vec(tail_at, 8)?
+    } else {
+        Vec::new()
+    };
+    match format_of_tail(&tail, &path, tail_at)? {
+        TableFormat::Sorted => Ok(Arc::new(Table::open(
+            file,
+            path,
+            number,
+            opts.clone(),
+            icmp.clone(),
+            block_cache,
+        )?)),
     }
 }

@@ -157,6 +157,11 @@ impl BloomFilter {
         Some(BloomFilter { data, k, blocked })
     }
 
+    /// Bytes of the filter held in memory.
+    pub fn len_bytes(&self) -> usize {
+        self.data.len()
+    }
+
     /// False only if `user_key` was certainly never added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         let h = xxh3_64(user_key);

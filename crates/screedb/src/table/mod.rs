@@ -26,6 +26,7 @@ mod filter_policy;
 mod format;
 mod properties;
 mod reader;
+mod seam;
 #[cfg(test)]
 mod tests;
 
@@ -44,6 +45,9 @@ pub use filter_policy::{
 pub use format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
+pub use seam::{
+    Lookup, Probe, TableFormat, TableReader, TableWriter, create_writer, format_of_tail,
+};
 
 /// Name of the Bloom filter block in the meta-index. Written to disk: never change it.
 pub const FILTER_BLOCK_NAME: &[u8] = b"screedb.filter.bloom";

@@ -23,6 +23,7 @@ use super::filter::BloomFilter;
 use super::filter_policy::{CUSTOM_FILTER_PREFIX, FilterPolicy};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, read_block};
 use super::properties::TableProperties;
+use super::seam::{Lookup, Probe, TableFormat, TableReader};
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
 
 /// A table's filter, loaded by [`Table::open`].
@@ -279,7 +280,8 @@ impl Table {
         self.get_unfiltered(target)
     }
 
-    /// [`Table::get`] without asking the filter (for a caller that already did).
+    /// The first entry with internal key >= `target` (`None` past the end), without asking the
+    /// filter. The caller checks the user key.
     pub fn get_unfiltered(&self, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut it = self.index_iter();
         it.seek(target);
@@ -298,7 +300,7 @@ impl Table {
     }
 
     /// An iterator over every entry; it keeps the table alive.
-    pub fn iter(self: &Arc<Self>) -> TableIterator {
+    pub fn table_iter(self: &Arc<Self>) -> TableIterator {
         TableIterator {
             index: self.index_iter(),
             table: Arc::clone(self),
@@ -308,7 +310,7 @@ impl Table {
     }
 
     /// Approximate file offset where `ikey`'s entry is or would be.
-    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+    fn offset_of(&self, ikey: &[u8]) -> u64 {
         let mut it = self.index_iter();
         it.seek(ikey);
         match it
@@ -416,6 +418,73 @@ impl Table {
             cache.insert(key, Arc::clone(&block));
         }
         Ok(block)
+    }
+}
+
+impl TableReader for Table {
+    fn format(&self) -> TableFormat {
+        TableFormat::Sorted
+    }
+
+    fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn extent(&self) -> u64 {
+        self.file.size()
+    }
+
+    fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe> {
+        if !self.may_contain(user_key) {
+            return Ok(Probe::Filtered);
+        }
+        let Some((ikey, value)) = self.get_unfiltered(target)? else {
+            return Ok(Probe::Missed);
+        };
+        let Some(parsed) = key::parse_internal_key(&ikey) else {
+            return Err(Error::corruption(
+                &*self.path,
+                self.offset_of(target),
+                "table holds an internal key with a bad trailer",
+            ));
+        };
+        if self.icmp.user().compare(parsed.user_key, user_key) != Ordering::Equal {
+            return Ok(Probe::Missed);
+        }
+        let found = match parsed.kind {
+            key::ValueKind::Value => Lookup::Found(value),
+            key::ValueKind::Deletion => Lookup::Deleted,
+        };
+        Ok(Probe::Hit(found, parsed.seq))
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        Box::new(self.table_iter())
+    }
+
+    fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        self.offset_of(ikey)
+    }
+
+    fn verify(&self) -> Result<()> {
+        self.verify_all_blocks()
+    }
+
+    fn metadata_bytes(&self) -> u64 {
+        let filter = match &self.filter {
+            Some(Filter::Bloom(f)) => f.len_bytes(),
+            Some(Filter::Custom(_, data)) => data.len(),
+            None => 0,
+        };
+        (self.index.charge() + filter) as u64
     }
 }
 

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs, RandomAccessFile, WritableFile};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, make_internal_key, user_key};
+use crate::manifest::FileMeta;
 
 /// An in-memory writable file whose bytes stay readable through the shared buffer.
 #[derive(Clone, Default)]
@@ -109,7 +110,7 @@ fn open(bytes: Vec<u8>, opts: &TableOptions, cache: Option<Arc<BlockCache>>) -> 
 }
 
 fn scan(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = t.iter();
+    let mut it = t.table_iter();
     let mut out = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -121,7 +122,7 @@ fn scan(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn scan_back(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = t.iter();
+    let mut it = t.table_iter();
     let mut out = Vec::new();
     it.seek_to_last();
     while it.valid() {
@@ -218,7 +219,7 @@ proptest! {
         for (k, _) in &es {
             prop_assert!(t.may_contain(user_key(k)));
         }
-        let mut it = t.iter();
+        let mut it = t.table_iter();
         for (uk, seq) in &seeks {
             let target = make_internal_key(uk, *seq, ValueKind::FOR_SEEK);
             let i = es.partition_point(|(k, _)| icmp().compare(k, &target).is_lt());
@@ -410,7 +411,7 @@ fn corrupt_data_blocks_are_reported_with_file_and_offset() {
         err.is_corruption() && err.to_string().contains("t.sst at offset 0"),
         "{err}"
     );
-    let mut it = t.iter();
+    let mut it = t.table_iter();
     it.seek_to_first();
     assert!(!it.valid());
     assert!(it.status().unwrap_err().is_corruption());
@@ -476,6 +477,7 @@ fn table_cache_opens_once_and_evicts() {
     let dir = tempfile::tempdir().unwrap();
     let fs: Arc<dyn Fs> = Arc::new(OsFs);
     let o = opts(CompressionType::Lz4);
+    let mut metas = std::collections::HashMap::new();
     for n in [5u64, 6] {
         let path = table_file_name(dir.path(), n);
         let mut b = TableBuilder::new(o.clone(), icmp(), fs.create(&path).unwrap(), path.clone());
@@ -484,17 +486,46 @@ fn table_cache_opens_once_and_evicts() {
         }
         let (size, _) = b.finish().unwrap();
         assert_eq!(fs.file_size(&path).unwrap(), size);
+        let meta = FileMeta {
+            number: n,
+            file_size: size,
+            ..FileMeta::default()
+        };
+        metas.insert(n, meta);
     }
     let tc = TableCache::new(fs, dir.path().to_path_buf(), o, icmp(), 1, None);
-    let a = tc.get(5).unwrap();
-    assert!(Arc::ptr_eq(&a, &tc.get(5).unwrap()));
+    let a = tc.get(&metas[&5]).unwrap();
+    assert!(Arc::ptr_eq(&a, &tc.get(&metas[&5]).unwrap()));
     assert_eq!(a.file_number(), 5);
-    assert_eq!(scan(&a), sample(20));
-    let b = tc.get(6).unwrap();
+    assert_eq!(a.format(), TableFormat::Sorted);
+    let mut it = Arc::clone(&a).iter();
+    it.seek_to_first();
+    let mut entries = Vec::new();
+    while it.valid() {
+        entries.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    assert_eq!(entries, sample(20));
+    let b = tc.get(&metas[&6]).unwrap();
     assert_eq!(b.path(), table_file_name(dir.path(), 6));
     tc.evict(6);
-    assert!(!Arc::ptr_eq(&b, &tc.get(6).unwrap()));
-    assert!(tc.get(7).unwrap_err().io_kind().is_some());
+    assert!(!Arc::ptr_eq(&b, &tc.get(&metas[&6]).unwrap()));
+    // A manifest length that disagrees with the file is corruption, named with the path.
+    let short = FileMeta {
+        file_size: metas[&6].file_size - 1,
+        ..metas[&6].clone()
+    };
+    tc.evict(6);
+    let err = tc.get(&short).unwrap_err().to_string();
+    assert!(
+        err.contains("000006.sst") && err.contains("manifest says"),
+        "{err}"
+    );
+    let missing = FileMeta {
+        number: 7,
+        ..FileMeta::default()
+    };
+    assert!(tc.get(&missing).unwrap_err().io_kind().is_some());
 }
 
 #[test]
@@ -552,7 +583,7 @@ proptest! {
             bytes.truncate(cut.index(bytes.len()));
         }
         if let Ok(t) = open(bytes, &lax, None) {
-            let mut it = t.iter();
+            let mut it = t.table_iter();
             it.seek_to_first();
             for _ in 0..200 {
                 if !it.valid() { break; }

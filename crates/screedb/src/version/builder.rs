@@ -62,6 +62,33 @@ impl<'a> VersionBuilder<'a> {
             };
             self.added[level].push(file);
         }
+        for (level, meta) in &edit.grown_files {
+            let level = check(*level)?;
+            let number = meta.number;
+            let live = self.added[level]
+                .iter()
+                .position(|f| f.number == number)
+                .map(|i| self.added[level].swap_remove(i))
+                .or_else(|| {
+                    (!self.deleted[level].contains(&number))
+                        .then(|| self.base.files(level).iter().find(|f| f.number == number))
+                        .flatten()
+                        .cloned()
+                });
+            let Some(live) = live else {
+                return Err(format!(
+                    "edit grows table {number} at level {level}, which is not there"
+                ));
+            };
+            if meta.file_size < live.file_size {
+                return Err(format!(
+                    "edit shrinks table {number} from {} to {} bytes",
+                    live.file_size, meta.file_size
+                ));
+            }
+            self.deleted[level].insert(number);
+            self.added[level].push(live.grown(meta.clone()));
+        }
         let ucmp = std::sync::Arc::clone(self.base.icmp.user());
         for (level, key) in &edit.removed_guards {
             let guards = &mut self.guards[check(*level)?];

@@ -35,27 +35,8 @@ use crate::options::Layout;
 use crate::table::TableCache;
 use obsolete::ObsoleteFiles;
 
-/// What probing one table for a key found.
-enum Probe {
-    /// The table's filter ruled the key out: no block was read.
-    Filtered,
-    /// A data block was read but held no entry for the key (a filter false positive, or no
-    /// filter).
-    Missed,
-    /// The newest entry for the key in the table visible at the snapshot, and its sequence.
-    Hit(Lookup, SequenceNumber),
-}
-
-/// What a point lookup found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
-    /// The newest visible entry is a value.
-    Found(Vec<u8>),
-    /// The newest visible entry is a tombstone.
-    Deleted,
-    /// No visible entry.
-    NotFound,
-}
+pub use crate::table::Lookup;
+use crate::table::Probe;
 
 /// The live tables of every level.
 pub struct Version {
@@ -86,10 +67,24 @@ impl std::fmt::Debug for Version {
 }
 
 /// A live table of a version. Versions, compaction choices and iterators share it; when the
-/// last holder drops it, the table is deleted if an edit removed it (see [`obsolete`]).
+/// last holder of the table's file drops it, the file is deleted if an edit removed the table
+/// (see [`obsolete`]).
 pub struct TableFile {
     meta: Arc<FileMeta>,
+    life: Arc<FileLife>,
+}
+
+/// The file behind one or more [`TableFile`]s: a table that grew has one `TableFile` per extent,
+/// all sharing the file, which is released only when the last of them is dropped.
+struct FileLife {
+    number: u64,
     obsolete: Arc<ObsoleteFiles>,
+}
+
+impl Drop for FileLife {
+    fn drop(&mut self) {
+        self.obsolete.release(self.number);
+    }
 }
 
 /// How versions and compaction choices hold tables.
@@ -98,8 +93,19 @@ pub type FileRef = Arc<TableFile>;
 impl TableFile {
     fn new(meta: FileMeta, obsolete: &Arc<ObsoleteFiles>) -> FileRef {
         Arc::new(TableFile {
+            life: Arc::new(FileLife {
+                number: meta.number,
+                obsolete: Arc::clone(obsolete),
+            }),
             meta: Arc::new(meta),
-            obsolete: Arc::clone(obsolete),
+        })
+    }
+
+    /// The same file at a larger extent (`meta` of a "table grew" edit).
+    fn grown(&self, meta: FileMeta) -> FileRef {
+        Arc::new(TableFile {
+            meta: Arc::new(meta),
+            life: Arc::clone(&self.life),
         })
     }
 
@@ -119,12 +125,6 @@ impl std::ops::Deref for TableFile {
 impl std::fmt::Debug for TableFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.meta.fmt(f)
-    }
-}
-
-impl Drop for TableFile {
-    fn drop(&mut self) {
-        self.obsolete.release(self.meta.number);
     }
 }
 
@@ -313,8 +313,7 @@ impl Version {
                 for f in files {
                     if ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
                         && ucmp.compare(user_key, f.largest_user_key()) != Ordering::Greater
-                        && let Probe::Hit(found, _) =
-                            Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
+                        && let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)?
                     {
                         return Ok((found, crossed));
                     }
@@ -335,9 +334,7 @@ impl Version {
                 })
                 .collect();
             if let [f] = candidates.as_slice() {
-                if let Probe::Hit(found, _) =
-                    Self::probe(tables, f, user_key, &target, ucmp.as_ref())?
-                {
+                if let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)? {
                     return Ok((found, crossed));
                 }
                 continue;
@@ -348,7 +345,7 @@ impl Version {
                 if best.as_ref().is_some_and(|(_, seq)| *seq >= f.largest_seq) {
                     break;
                 }
-                match Self::probe(tables, f, user_key, &target, ucmp.as_ref())? {
+                match Self::probe(tables, f, user_key, &target)? {
                     Probe::Hit(found, seq) if best.as_ref().is_none_or(|(_, s)| seq > *s) => {
                         best = Some((found, seq));
                     }
@@ -370,30 +367,8 @@ impl Version {
         file: &FileMeta,
         user_key: &[u8],
         target: &[u8],
-        ucmp: &dyn crate::comparator::Comparator,
     ) -> Result<Probe> {
-        let table = tables.get(file.number)?;
-        if !table.may_contain(user_key) {
-            return Ok(Probe::Filtered);
-        }
-        let Some((ikey, value)) = table.get_unfiltered(target)? else {
-            return Ok(Probe::Missed);
-        };
-        let Some(parsed) = key::parse_internal_key(&ikey) else {
-            return Err(crate::error::Error::corruption(
-                format!("{:06}.sst", file.number),
-                0,
-                "table holds an internal key with a bad trailer",
-            ));
-        };
-        if ucmp.compare(parsed.user_key, user_key) != Ordering::Equal {
-            return Ok(Probe::Missed);
-        }
-        let found = match parsed.kind {
-            ValueKind::Value => Lookup::Found(value),
-            ValueKind::Deletion => Lookup::Deleted,
-        };
-        Ok(Probe::Hit(found, parsed.seq))
+        tables.get(file)?.probe(user_key, target)
     }
 
     /// Checks the structural invariants: well-formed ranges; in the leveled layout, sorted,

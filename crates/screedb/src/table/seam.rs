@@ -1,0 +1,165 @@
+//! The table-format seam: what the rest of the engine asks of any table file.
+//!
+//! Versions, iterators, compaction, `screedb check`, repair and the CLI see tables only through
+//! [`TableReader`] (opened by [`super::TableCache`], the one place that opens a table) and write
+//! them only through [`TableWriter`]. A format is recognised by the magic number in the last 8
+//! bytes of its file, and the MANIFEST records each table's [`TableFormat`] code.
+//!
+//! Formats today: [`TableFormat::Sorted`], the block-based sorted table of this module
+//! (`reader.rs`, `builder.rs`). Every table file is named `<number>.sst`, as RocksDB names its
+//! block-based, plain and cuckoo tables alike: the footer, not the name, says what is inside.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::iter::InternalIterator;
+use crate::key::SequenceNumber;
+
+use super::TableOptions;
+use super::builder::TableBuilder;
+use super::properties::TableProperties;
+
+/// The format of a table file. The codes are written to the MANIFEST: never change or reuse one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TableFormat {
+    /// The block-based sorted table (`table/mod.rs`): data blocks, filter, index, properties.
+    #[default]
+    Sorted,
+}
+
+impl TableFormat {
+    /// The frozen on-disk code.
+    pub fn code(self) -> u8 {
+        match self {
+            TableFormat::Sorted => 0,
+        }
+    }
+
+    /// The format of an on-disk code, if it is one this build knows.
+    pub fn from_code(code: u8) -> Option<TableFormat> {
+        match code {
+            0 => Some(TableFormat::Sorted),
+            _ => None,
+        }
+    }
+
+    /// The format whose footer ends with `magic`.
+    pub fn from_magic(magic: u64) -> Option<TableFormat> {
+        (magic == super::TABLE_MAGIC).then_some(TableFormat::Sorted)
+    }
+
+    /// A short name for messages and `screedb dump-table`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFormat::Sorted => "sorted",
+        }
+    }
+}
+
+impl fmt::Display for TableFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a point lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible entry is a value.
+    Found(Vec<u8>),
+    /// The newest visible entry is a tombstone.
+    Deleted,
+    /// No visible entry.
+    NotFound,
+}
+
+/// What probing one table for a key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// The table's filter ruled the key out: no data was read.
+    Filtered,
+    /// Data was read but held no entry for the key (a filter false positive, or no filter).
+    Missed,
+    /// The newest entry for the key in the table visible at the probe's sequence, and its
+    /// sequence.
+    Hit(Lookup, SequenceNumber),
+}
+
+/// An open table of any format. Shared as `Arc<dyn TableReader>`; every method may be called
+/// from many threads at once.
+pub trait TableReader: Send + Sync + fmt::Debug {
+    /// The table's format.
+    fn format(&self) -> TableFormat;
+    /// The table's file number.
+    fn file_number(&self) -> u64;
+    /// The table's path, as named in errors.
+    fn path(&self) -> &Path;
+    /// Bytes of the file this reader reads: its extent (the whole file for a table that never
+    /// grows). Nothing at or past it is ever read.
+    fn extent(&self) -> u64;
+    /// The properties every format records (entries, deletions, key and sequence ranges; the
+    /// sorted format's block statistics).
+    fn properties(&self) -> &TableProperties;
+    /// The newest entry of `user_key` visible at the sequence of `target`, the internal key
+    /// `user_key | (sequence, FOR_SEEK)`; asks the table's filter first.
+    fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe>;
+    /// Every entry in internal-key order, keeping the table open.
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator>;
+    /// Approximate file offset where `ikey`'s entry is or would be (for size estimates).
+    fn approximate_offset_of(&self, ikey: &[u8]) -> u64;
+    /// Reads and checks every byte of the table again, whatever the read options say. Errors
+    /// name the file and the offset of the damage.
+    fn verify(&self) -> Result<()>;
+    /// Bytes of this table's metadata held in memory while it is open (index, filter, ...).
+    fn metadata_bytes(&self) -> u64;
+}
+
+/// Writes one table file of some format from entries in internal-key order.
+pub trait TableWriter: Send + fmt::Debug {
+    /// Adds an entry; internal keys must increase.
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
+    /// The size the file would have if finished now (for cutting outputs by size).
+    fn estimated_file_size(&self) -> u64;
+    /// Writes the rest of the file and syncs it; returns its size and properties.
+    fn finish(self: Box<Self>) -> Result<(u64, TableProperties)>;
+}
+
+/// The format named by the last 8 bytes of a table file (`tail`), or a corruption error naming
+/// `path` and `offset` (where `tail` starts).
+pub fn format_of_tail(tail: &[u8], path: &Path, offset: u64) -> Result<TableFormat> {
+    let magic = <[u8; 8]>::try_from(tail).map(u64::from_le_bytes).ok();
+    magic.and_then(TableFormat::from_magic).ok_or_else(|| {
+        Error::corruption(
+            path,
+            offset,
+            format!(
+                "not a table this build can read: unknown magic {}",
+                magic.map_or_else(|| "(short file)".to_string(), |m| format!("{m:#018x}"))
+            ),
+        )
+    })
+}
+
+/// Creates `path` and starts a table of `format` in it: the one place that starts a table file
+/// (flushes, compactions and repair all come here).
+pub fn create_writer(
+    fs: &dyn Fs,
+    path: &Path,
+    format: TableFormat,
+    opts: &TableOptions,
+    icmp: &InternalKeyComparator,
+) -> Result<Box<dyn TableWriter>> {
+    let file = fs.create(path)?;
+    Ok(match format {
+        TableFormat::Sorted => Box::new(TableBuilder::new(
+            opts.clone(),
+            icmp.clone(),
+            file,
+            path.to_path_buf(),
+        )),
+    })
+}
