@@ -110,7 +110,7 @@ pub struct BenchArgs {
     pub settle: bool,
     /// Layout of levels >= 1: flsm or leveled. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
-    pub layout: Option<screedb::Layout>,
+    pub layout: Option<screedb::LayoutKind>,
     /// ScreeDB's memory component: skiplist or flodb (see docs/memory.md). Default: the
     /// engine's (skiplist). Other engines ignore it.
     #[arg(long, value_parser = parse_memory)]
@@ -146,8 +146,8 @@ fn parse_memory(s: &str) -> std::result::Result<screedb::Memory, String> {
     s.parse().map_err(|e: Error| e.to_string())
 }
 
-fn parse_layout(s: &str) -> std::result::Result<screedb::Layout, String> {
-    screedb::Layout::from_name(s).map_err(|e| e.to_string())
+fn parse_layout(s: &str) -> std::result::Result<screedb::LayoutKind, String> {
+    s.parse().map_err(|e: screedb::Error| e.to_string())
 }
 
 impl BenchArgs {

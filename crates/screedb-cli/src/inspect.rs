@@ -79,7 +79,7 @@ pub fn stats(dir: &Path, memory: Option<Memory>, out: &mut dyn Write) -> CliResu
     if let Some(memory) = memory {
         options.memory = memory;
     }
-    options.layout = screedb::check::stored_layout(dir, &options)?;
+    options.layout = screedb::Layout::with_defaults(screedb::check::stored_layout(dir, &options)?);
     let db = Db::open(dir, options)?;
     let s = db.stats();
     let levels = db.property("screedb.levels").unwrap_or_default();

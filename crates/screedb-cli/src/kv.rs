@@ -22,8 +22,8 @@ pub struct DbArg {
     escaped: bool,
     /// Layout of a database `put --create` creates: flsm or leveled. An existing database is
     /// always opened with the layout it was created with.
-    #[arg(long, value_parser = |s: &str| screedb::Layout::from_name(s).map_err(|e| e.to_string()))]
-    layout: Option<screedb::Layout>,
+    #[arg(long, value_parser = |s: &str| s.parse::<screedb::LayoutKind>().map_err(|e| e.to_string()))]
+    layout: Option<screedb::LayoutKind>,
     /// Memory component to open the database with: skiplist (default) or flodb (see
     /// docs/memory.md). Not stored in the database: each open chooses.
     #[arg(long, value_parser = crate::parse_memory)]
@@ -47,10 +47,10 @@ impl DbArg {
             options.memory = memory;
         }
         match screedb::check::stored_layout(&self.db, &options) {
-            Ok(stored) => options.layout = stored,
+            Ok(stored) => options.layout = screedb::Layout::with_defaults(stored),
             Err(screedb::Error::NotFound(_)) => {
                 if let Some(layout) = self.layout {
-                    options.layout = layout;
+                    options.layout = screedb::Layout::with_defaults(layout);
                 }
             }
             Err(e) => return Err(CliError::Db(e)),

@@ -67,7 +67,7 @@ pub struct CheckReport {
 
 /// The layout the database in `dir` was created with, read from its manifest (the database
 /// must not be open). [`Error::NotFound`] if there is no database.
-pub fn stored_layout(dir: &Path, options: &Options) -> Result<crate::options::Layout> {
+pub fn stored_layout(dir: &Path, options: &Options) -> Result<crate::layout::LayoutKind> {
     let fs = Arc::clone(&options.fs);
     if !fs.exists(&filename::current_file(dir)) {
         return Err(Error::NotFound(dir.to_path_buf()));

@@ -72,9 +72,19 @@ pub enum Error {
     )]
     LayoutMismatch {
         /// Layout persisted in the manifest.
-        stored: crate::options::Layout,
+        stored: crate::layout::LayoutKind,
         /// Layout given in the options.
-        given: crate::options::Layout,
+        given: crate::layout::LayoutKind,
+    },
+
+    /// The database's layout cannot serve this call (the trie layout keeps no key order, so it
+    /// has no iterators).
+    #[error("the {layout} layout does not support {op}")]
+    NotSupported {
+        /// The layout's name.
+        layout: &'static str,
+        /// The call, as a person would name it ("iterators", "approximate sizes", ...).
+        op: &'static str,
     },
 
     /// A write or sync failed earlier; the database refuses all further writes until reopened.

@@ -25,6 +25,7 @@ pub mod filename;
 pub mod fs;
 pub mod iter;
 pub mod key;
+pub mod layout;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
@@ -38,6 +39,8 @@ pub mod write_batch;
 pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
-pub use options::{FlsmOptions, GuardBits, Layout, Memory, Options, ReadOptions, WriteOptions};
+pub use options::{
+    FlsmOptions, GuardBits, Layout, LayoutKind, Memory, Options, ReadOptions, WriteOptions,
+};
 pub use repair::{RepairReport, repair_db};
 pub use write_batch::WriteBatch;

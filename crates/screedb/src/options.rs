@@ -12,6 +12,9 @@ use crate::fs::{Fs, OsFs};
 use crate::key::SequenceNumber;
 use crate::table::{CompressionType, FilterPolicy, TableOptions};
 
+pub use crate::layout::flsm::{FlsmOptions, GuardBits};
+pub use crate::layout::{Layout, LayoutKind};
+
 /// The memory component (see `docs/memory.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Memory {
@@ -149,122 +152,6 @@ pub struct Options {
     /// A MANIFEST larger than this is rewritten as a snapshot into a new file. Default: 64 MiB.
     /// RocksDB: `max_manifest_file_size`.
     pub max_manifest_file_size: u64,
-    /// FLSM only: the options of the guard layout. See [`FlsmOptions`].
-    pub flsm: FlsmOptions,
-}
-
-/// How the levels >= 1 of a database are organised. Written to the manifest at creation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Layout {
-    /// LevelDB/RocksDB leveled LSM: each level >= 1 is one sorted run of disjoint tables, and a
-    /// compaction rewrites the overlapping tables of the level below.
-    Leveled,
-    /// PebblesDB's fragmented LSM: each level >= 1 is partitioned by guard keys; a guard holds up
-    /// to `max_sstables_per_guard` possibly overlapping fragments, and compaction appends
-    /// fragments to the guards of the next level instead of rewriting them.
-    #[default]
-    Flsm,
-}
-
-impl Layout {
-    /// The name used in options, the CLI and error messages: `leveled` or `flsm`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Leveled => "leveled",
-            Layout::Flsm => "flsm",
-        }
-    }
-
-    /// Parses a name as written by [`Layout::name`].
-    pub fn from_name(name: &str) -> Result<Layout> {
-        match name {
-            "leveled" => Ok(Layout::Leveled),
-            "flsm" => Ok(Layout::Flsm),
-            other => Err(Error::invalid(format!(
-                "unknown layout {other:?}: expected \"flsm\" or \"leveled\""
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for Layout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// How guard keys are chosen (FLSM). A key is a guard at level `i` when the low `bits(i)` bits
-/// of its xxh3 hash are all ones; `bits(i)` never grows with `i`, so a guard of level `i` is a
-/// candidate at every deeper level (the skip-list property).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GuardBits {
-    /// Density follows the data: `bits = floor(log2(target_guard_bytes / average entry bytes))`
-    /// at every level, with the average entry size measured on each compaction's inputs, so a
-    /// guard holds about `target_guard_bytes` whatever the store size (deeper levels hold more
-    /// data, hence more guards). `target_guard_bytes = 0` means
-    /// `max_sstables_per_guard * target_file_size`.
-    Adaptive {
-        /// Bytes a guard should hold. Default: 0 (derived, see above).
-        target_guard_bytes: u64,
-    },
-    /// PebblesDB's fixed scheme: `bits(i) = top_level_bits - (i-1) * bit_decrement` (at least 1).
-    /// PebblesDB's compile-time defaults were 27 and 2.
-    Fixed {
-        /// Bits at level 1.
-        top_level_bits: u32,
-        /// Bits fewer at each deeper level.
-        bit_decrement: u32,
-    },
-}
-
-/// Options of the FLSM layout (ignored by the leveled layout).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlsmOptions {
-    /// Most fragments (overlapping tables) a guard holds. A compaction appends a fragment to a
-    /// guard of the next level; when the guard already holds this many fragments overlapping
-    /// the incoming range, those fragments are merged with the incoming data instead (so `1`
-    /// gives leveled LSM). Default: 4. PebblesDB: `max_sstables_per_guard` (default 2, where a
-    /// guard reaching it was compacted down).
-    pub max_sstables_per_guard: usize,
-    /// How guards are chosen. Default: `Adaptive { target_guard_bytes: 0 }`.
-    /// PebblesDB: `Fixed { top_level_bits: 27, bit_decrement: 2 }`.
-    pub guard_bits: GuardBits,
-    /// Second-to-last level: a guard is merged in place instead of into the last level when
-    /// the last-level fragments that would have to be merged hold more than this many times
-    /// the guard's bytes (0 disables). Default: 25 (PebblesDB's heuristic).
-    pub second_last_rewrite_ratio: u64,
-    /// Aggressive compaction (PebblesDB section 4): a level `n >= 1` under its target is still
-    /// compacted into level `n + 1` when its bytes are within this percentage of level `n + 1`'s
-    /// bytes (`bytes(n) >= (100 - p)% of bytes(n + 1)`, and level `n + 1` not empty), so fewer
-    /// levels hold data a seek must visit. 0 disables; at most 100. Default: 25 (PebblesDB's).
-    pub aggressive_compaction_percent: u64,
-    /// Seek-based compaction: a guard whose reads paid for its overlapping fragments this many
-    /// times since the last version change (iterator seeks that positioned more than one of
-    /// them; gets that read a block of one that did not hold the key while others were
-    /// candidates) has its fragments merged in place, even when nothing is written. 0
-    /// disables. Default: 1024.
-    /// PebblesDB: 10 consecutive seeks; LevelDB: one seek per 16 KiB of a table.
-    pub seek_compaction_threshold: u32,
-    /// Write budget of seek-based compaction, in percent of the user bytes written: a seek
-    /// compaction runs only while the bytes all seek compactions wrote plus its input bytes
-    /// stay within `percent * user_bytes_written / 100` (so reads can never make compaction
-    /// run away, cockroachdb/pebble#1143). 0 disables. Default: 10.
-    pub seek_compaction_budget_percent: u64,
-}
-
-impl Default for FlsmOptions {
-    fn default() -> Self {
-        FlsmOptions {
-            max_sstables_per_guard: 4,
-            guard_bits: GuardBits::Adaptive {
-                target_guard_bytes: 0,
-            },
-            second_last_rewrite_ratio: 25,
-            aggressive_compaction_percent: 25,
-            seek_compaction_threshold: 1024,
-            seek_compaction_budget_percent: 10,
-        }
-    }
 }
 
 impl Default for Options {
@@ -301,7 +188,6 @@ impl Default for Options {
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             max_manifest_file_size: 64 << 20,
-            flsm: FlsmOptions::default(),
         }
     }
 }
@@ -318,7 +204,6 @@ impl fmt::Debug for Options {
             .field("membuffer_size", &self.membuffer_size)
             .field("membuffer_bucket_entries", &self.membuffer_bucket_entries)
             .field("layout", &self.layout)
-            .field("flsm", &self.flsm)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffers", &self.max_write_buffers)
             .field("block_size", &self.block_size)
@@ -438,20 +323,7 @@ impl Options {
             self.hard_pending_compaction_bytes >= self.soft_pending_compaction_bytes,
             "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes",
         )?;
-        check(
-            (1..=1024).contains(&self.flsm.max_sstables_per_guard),
-            "flsm.max_sstables_per_guard must be between 1 and 1024",
-        )?;
-        check(
-            self.flsm.aggressive_compaction_percent <= 100,
-            "flsm.aggressive_compaction_percent must be at most 100",
-        )?;
-        if let GuardBits::Fixed { top_level_bits, .. } = self.flsm.guard_bits {
-            check(
-                (1..=63).contains(&top_level_bits),
-                "flsm.guard_bits top_level_bits must be between 1 and 63",
-            )?;
-        }
+        self.layout.validate()?;
         Ok(())
     }
 

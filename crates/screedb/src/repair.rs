@@ -158,7 +158,7 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     let last_level = u32::try_from(options.num_levels - 1).unwrap_or(0);
     let edit = VersionEdit {
         comparator: Some(options.comparator.name().to_owned()),
-        layout: Some(options.layout),
+        layout: Some(options.layout.kind()),
         log_number: Some(log_number),
         prev_log_number: Some(0),
         next_file_number: Some(log_number + 1),

@@ -32,16 +32,16 @@ fn options(layout: Layout, dense: bool, max_per_guard: usize) -> Options {
         fs: Arc::new(MemFs::new()),
         ..Options::default()
     };
-    o.flsm.max_sstables_per_guard = max_per_guard;
+    o.layout.flsm_mut().unwrap().max_sstables_per_guard = max_per_guard;
     if dense {
         // A guard every ~8 keys at level 1, every ~2 at the last level.
-        o.flsm.guard_bits = GuardBits::Fixed {
+        o.layout.flsm_mut().unwrap().guard_bits = GuardBits::Fixed {
             top_level_bits: 3,
             bit_decrement: 1,
         };
         // Reads trigger seek compactions (in-place guard merges at random points: a few per run).
-        o.flsm.seek_compaction_threshold = 2;
-        o.flsm.seek_compaction_budget_percent = 50;
+        o.layout.flsm_mut().unwrap().seek_compaction_threshold = 2;
+        o.layout.flsm_mut().unwrap().seek_compaction_budget_percent = 50;
     }
     o
 }
@@ -141,10 +141,10 @@ fn flsm_and_leveled_give_identical_results() {
         .unwrap_or(0x5EED_F15A);
     let configs = [
         ("leveled", options(Layout::Leveled, false, 4)),
-        ("flsm-dense", options(Layout::Flsm, true, 4)),
-        ("flsm-dense-max2", options(Layout::Flsm, true, 2)),
-        ("flsm-max1", options(Layout::Flsm, true, 1)),
-        ("flsm-adaptive", options(Layout::Flsm, false, 4)),
+        ("flsm-dense", options(Layout::default(), true, 4)),
+        ("flsm-dense-max2", options(Layout::default(), true, 2)),
+        ("flsm-max1", options(Layout::default(), true, 1)),
+        ("flsm-adaptive", options(Layout::default(), false, 4)),
     ];
     let mut first: Option<Vec<String>> = None;
     for (name, o) in configs {
@@ -161,7 +161,7 @@ fn flsm_and_leveled_give_identical_results() {
 fn dense_guards_exist_and_max1_keeps_one_run_per_level() {
     for (max, runs_at_most) in [(1usize, 1usize), (3, 3)] {
         let dir = tempfile::tempdir().unwrap();
-        let o = options(Layout::Flsm, true, max);
+        let o = options(Layout::default(), true, max);
         let db = Db::open(dir.path(), o).unwrap();
         let mut rng = Rng::new(7);
         for i in 0..6_000u64 {
@@ -190,7 +190,7 @@ fn dense_guards_exist_and_max1_keeps_one_run_per_level() {
 #[test]
 fn reopening_with_another_layout_is_an_error_naming_both() {
     let dir = tempfile::tempdir().unwrap();
-    let flsm = options(Layout::Flsm, false, 4);
+    let flsm = options(Layout::default(), false, 4);
     let db = Db::open(dir.path(), flsm.clone()).unwrap();
     db.put(b"k", b"v").unwrap();
     db.close().unwrap();
@@ -212,6 +212,11 @@ fn reopening_with_another_layout_is_an_error_naming_both() {
 fn regression_manual_compaction_takes_whole_guards() {
     for max in [4, 2] {
         let dir = tempfile::tempdir().unwrap();
-        run(dir.path(), &options(Layout::Flsm, true, max), 1, 15_000);
+        run(
+            dir.path(),
+            &options(Layout::default(), true, max),
+            1,
+            15_000,
+        );
     }
 }

@@ -13,7 +13,7 @@ const KEYS: u64 = 4000;
 fn options(budget_percent: u64) -> Options {
     let mut o = Options {
         create_if_missing: true,
-        layout: Layout::Flsm,
+        layout: Layout::default(),
         write_buffer_size: 16 << 10,
         target_file_size: 8 << 10,
         l0_compaction_trigger: 2,
@@ -28,12 +28,12 @@ fn options(budget_percent: u64) -> Options {
         fs: Arc::new(MemFs::new()),
         ..Options::default()
     };
-    o.flsm.guard_bits = GuardBits::Fixed {
+    o.layout.flsm_mut().unwrap().guard_bits = GuardBits::Fixed {
         top_level_bits: 6,
         bit_decrement: 1,
     };
-    o.flsm.seek_compaction_threshold = 8;
-    o.flsm.seek_compaction_budget_percent = budget_percent;
+    o.layout.flsm_mut().unwrap().seek_compaction_threshold = 8;
+    o.layout.flsm_mut().unwrap().seek_compaction_budget_percent = budget_percent;
     o
 }
 
@@ -151,7 +151,7 @@ fn seek_compaction_stops_at_its_budget() {
 fn seek_compactions_from_gets(bloom_bits: u32) -> u64 {
     let mut o = options(100);
     o.bloom_bits_per_key = bloom_bits;
-    o.flsm.seek_compaction_threshold = 64;
+    o.layout.flsm_mut().unwrap().seek_compaction_threshold = 64;
     let db = load(o);
     let before = db.stats().seek_compactions;
     for _ in 0..3 {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ::screedb::{Db, Error, Layout, Memory, Options, Result};
+use ::screedb::{Db, Error, LayoutKind, Memory, Options, Result};
 
 use super::{Engine, EngineConfig, ScreeDbEngine, leveldb, leveldb_api};
 
@@ -57,7 +57,7 @@ fn external(name: &str) -> Option<ExternalEngine> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ScreeDbSpec {
     /// `layout=flsm|leveled`.
-    pub layout: Option<Layout>,
+    pub layout: Option<LayoutKind>,
     /// `memory=skiplist|flodb`.
     pub memory: Option<Memory>,
 }
@@ -82,7 +82,7 @@ impl ScreeDbSpec {
             };
             match key {
                 "layout" if out.layout.is_none() => {
-                    out.layout = Some(Layout::from_name(value).map_err(|e| bad(reason(e)))?);
+                    out.layout = Some(value.parse::<LayoutKind>().map_err(|e| bad(reason(e)))?);
                 }
                 "memory" if out.memory.is_none() => {
                     out.memory = Some(value.parse().map_err(|e: Error| bad(reason(e)))?);
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(
             k,
             EngineKind::ScreeDb(ScreeDbSpec {
-                layout: Some(Layout::Leveled),
+                layout: Some(LayoutKind::Leveled),
                 memory: Some(Memory::Flodb),
             })
         );
@@ -295,7 +295,7 @@ mod tests {
     fn a_spec_overrides_the_run_flags_for_its_engine() {
         let dir = tempfile::tempdir().unwrap();
         let config = EngineConfig {
-            layout: Some(Layout::Flsm),
+            layout: Some(LayoutKind::Flsm),
             ..EngineConfig::with_buffers(1 << 20, 1 << 20)
         };
         let kind = EngineKind::parse("screedb:layout=leveled").unwrap();

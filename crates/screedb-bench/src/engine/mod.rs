@@ -58,7 +58,7 @@ pub struct EngineConfig {
     /// Block compression.
     pub compression: Compression,
     /// Layout of levels >= 1 (`None`: the engine's default).
-    pub layout: Option<::screedb::Layout>,
+    pub layout: Option<::screedb::LayoutKind>,
     /// ScreeDB's memory component (`None`: the engine's default); the peers ignore it.
     pub memory: Option<::screedb::Memory>,
 }

@@ -22,7 +22,7 @@ impl ScreeDbEngine {
         options.block_cache_bytes = config.cache_size;
         options.bloom_bits_per_key = config.bloom_bits;
         if let Some(layout) = config.layout {
-            options.layout = layout;
+            options.layout = ::screedb::Layout::with_defaults(layout);
         }
         if let Some(memory) = config.memory {
             options.memory = memory;

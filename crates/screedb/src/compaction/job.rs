@@ -13,17 +13,17 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
 
-use super::MergeSpec;
+use super::{MergeSpec, OutputPlan};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::Fs;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::layout::flsm::guards;
 use crate::manifest::{FileMeta, VersionEdit};
-use crate::options::Layout;
 use crate::table::{TableCache, TableFormat, TableOptions, TableWriter, create_writer};
-use crate::version::{Version, guards};
+use crate::version::Version;
 
 /// What a job needs from the database.
 #[allow(missing_debug_implementations)]
@@ -292,7 +292,7 @@ pub fn flush(
 }
 
 /// Executes a merge: reads every input table, writes the survivors to the output level, and
-/// returns the edit that swaps inputs for outputs. In the FLSM layout the outputs are cut at the
+/// returns the edit that swaps inputs for outputs. With [`OutputPlan::ByGuards`] the outputs are cut at the
 /// output level's guards, and new guards chosen from the written keys are committed in the same
 /// edit (at the output level and every deeper level that lacks them).
 pub fn merge(
@@ -309,25 +309,25 @@ pub fn merge(
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;
     let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();
-    let flsm = version.layout() == Layout::Flsm && out > 0;
-    let below = if flsm { out } else { out + 1 }..version.num_levels();
-    let mut partition = if flsm {
-        Partition {
-            committed: version.guards(out),
-            next: 0,
-            bits: spec.guard_bits,
-            may_commit: Box::new(|key: &[u8]| guard_fits(version, out, key, &inputs)),
-            new_guards: Vec::new(),
-        }
-    } else {
-        Partition::none()
+    let (below, mut partition) = match spec.output {
+        OutputPlan::BySize { .. } => (out + 1..version.num_levels(), Partition::none()),
+        // The outputs are added beside the fragments already in the output level, which may
+        // hold older versions of their keys: it counts as "below" too.
+        OutputPlan::ByGuards { new_guard_bits, .. } => (
+            out..version.num_levels(),
+            Partition {
+                committed: version.guards(out),
+                next: 0,
+                bits: Some(new_guard_bits),
+                may_commit: Box::new(|key: &[u8]| guard_fits(version, out, key, &inputs)),
+                new_guards: Vec::new(),
+            },
+        ),
     };
     let outputs = write_tables(
         ctx,
         &mut input,
-        spec.target_file_size,
-        // In FLSM the output level itself may hold older fragments of the key (outputs are
-        // appended next to them), so it counts as "below" too.
+        spec.output.target_file_size(),
         |user_key| {
             below.clone().all(|level| {
                 version

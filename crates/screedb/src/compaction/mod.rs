@@ -2,17 +2,16 @@
 //!
 //! A [`CompactionStrategy`] looks at a [`Version`], the options and the [`State`] of work in
 //! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
-//! tested on hand-built versions. [`job`] executes any choice.
+//! tested on hand-built versions. [`job`] executes any choice. The strategies themselves live
+//! with their layouts (`crate::layout::{leveled, flsm}`).
 
-pub mod flsm;
-pub mod guard_upkeep;
 pub mod job;
-pub mod leveled;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 use std::collections::HashSet;
 
+use crate::manifest::VersionEdit;
 use crate::options::Options;
 use crate::version::{FileRef, Version};
 
@@ -26,7 +25,8 @@ pub struct State {
     pub busy_ranges: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// Per level, the largest user key of the last table compacted there (round robin).
     pub compact_pointers: Vec<Option<Vec<u8>>>,
-    /// Bytes seek-based compactions may still write (their budget minus what they wrote).
+    /// Bytes read-triggered (seek) compactions may still write: their budget minus what they
+    /// wrote. A layout without seek compaction leaves it unused.
     pub seek_budget_bytes: u64,
 }
 
@@ -37,13 +37,45 @@ pub struct MergeSpec {
     pub inputs: Vec<(usize, Vec<FileRef>)>,
     /// Level the outputs go to.
     pub output_level: usize,
-    /// Size at which outputs are cut.
-    pub target_file_size: u64,
-    /// FLSM: a written key whose hash ends in this many one bits becomes a guard of the output
-    /// level (if no table that stays spans it). `None`: no new guards.
-    pub guard_bits: Option<u32>,
+    /// How the outputs are cut and placed.
+    pub output: OutputPlan,
     /// Chosen by seek-based compaction (its output counts against the seek budget).
     pub seek: bool,
+}
+
+/// How a merge cuts its outputs and places them in the output level. A layout that writes
+/// another kind of output (a hash split into child containers, an append to an existing table)
+/// adds a variant here and its execution in [`job`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputPlan {
+    /// Cut at `target_file_size`; the outputs replace every table of the output level they
+    /// overlap (leveled).
+    BySize {
+        /// Size at which outputs are cut.
+        target_file_size: u64,
+    },
+    /// Cut at `target_file_size` and before every guard of the output level; the outputs are
+    /// added beside the tables already there (FLSM fragments). A written key whose guard hash
+    /// ends in `new_guard_bits` one bits becomes a guard of the output level, if no table that
+    /// stays spans it.
+    ByGuards {
+        /// Size at which outputs are cut.
+        target_file_size: u64,
+        /// Trailing one bits that make a written key a new guard.
+        new_guard_bits: u32,
+    },
+}
+
+impl OutputPlan {
+    /// Size at which outputs are cut.
+    pub fn target_file_size(&self) -> u64 {
+        match *self {
+            OutputPlan::BySize { target_file_size }
+            | OutputPlan::ByGuards {
+                target_file_size, ..
+            } => target_file_size,
+        }
+    }
 }
 
 impl MergeSpec {
@@ -77,6 +109,71 @@ pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// Chooses the next compaction. Must not do I/O or take locks.
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice;
+    /// The merge a manual compaction of `[start, end]` (`None`: unbounded) runs at `level`:
+    /// `level`'s overlapping tables (and whatever must go with them) into the level below, the
+    /// last level's in place. `None` when nothing at `level` overlaps. Manual compactions run
+    /// one level at a time with background work paused, so `State` is not consulted.
+    fn manual(
+        &self,
+        version: &Version,
+        options: &Options,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<MergeSpec>;
+    /// Amends a finished merge's `edit` just before it is applied to `current` (which other
+    /// jobs may have changed since the merge was chosen): the layout's upkeep of its own
+    /// structures. Pure, like `choose`. Default: nothing.
+    fn upkeep(&self, current: &Version, options: &Options, state: &State, edit: &mut VersionEdit) {
+        let _ = (current, options, state, edit);
+    }
+}
+
+/// The inputs of a manual compaction of `[start, end]` at `level` (see
+/// [`CompactionStrategy::manual`]) for layouts whose levels are sorted runs: the overlapping
+/// tables, grown at level 0 until no other level-0 table overlaps them and at other levels by
+/// `widen`; then the overlapping tables of the output level. Returns the inputs by level and
+/// the output level.
+pub fn manual_inputs(
+    version: &Version,
+    level: usize,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+    widen: impl FnOnce(Vec<FileRef>) -> Vec<FileRef>,
+) -> Option<(Vec<(usize, Vec<FileRef>)>, usize)> {
+    let mut inputs = version.overlapping(level, start, end);
+    if inputs.is_empty() {
+        return None;
+    }
+    inputs = if level == 0 {
+        expand_level0(version, inputs)
+    } else {
+        widen(inputs)
+    };
+    let output_level = (level + 1).min(version.num_levels() - 1);
+    let mut by_level = vec![(level, inputs)];
+    if output_level != level {
+        let (s, l) = key_range(version, &by_level[0].1).unwrap_or_default();
+        let below = version.overlapping(output_level, Some(&s), Some(&l));
+        if !below.is_empty() {
+            by_level.push((output_level, below));
+        }
+    }
+    Some((by_level, output_level))
+}
+
+/// Grows a set of level-0 inputs until no other level-0 table overlaps its key range. Level-0
+/// tables overlap each other: moving a newer table below an older one holding the same key would
+/// let the older value shadow the newer one.
+fn expand_level0(version: &Version, mut inputs: Vec<FileRef>) -> Vec<FileRef> {
+    while let Some((s, l)) = key_range(version, &inputs) {
+        let grown = version.overlapping(0, Some(&s), Some(&l));
+        if grown.len() == inputs.len() {
+            break;
+        }
+        inputs = grown;
+    }
+    inputs
 }
 
 /// Levels whose score is >= 1, highest score first, as `(score, level)`: level 0 scores

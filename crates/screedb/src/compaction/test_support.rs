@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::fs::MemFs;
 use crate::key::{ValueKind, make_internal_key};
+use crate::layout::LayoutKind;
 use crate::manifest::{FileMeta, VersionEdit};
-use crate::options::Layout;
 use crate::table::{TableCache, TableOptions};
 use crate::version::obsolete::ObsoleteFiles;
 use crate::version::{Version, VersionBuilder};
@@ -30,7 +30,7 @@ pub fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
 
 /// An FLSM version with 4 levels, `guards` as `(level, key)` and `files` as `(level, meta)`.
 pub fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
-    let base = empty_version(Layout::Flsm);
+    let base = empty_version(LayoutKind::Flsm);
     let mut b = VersionBuilder::new(&base);
     b.apply(&VersionEdit {
         new_files: files,
@@ -47,7 +47,7 @@ pub fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
 }
 
 /// An empty version of `layout` with 4 levels.
-pub fn empty_version(layout: Layout) -> Version {
+pub fn empty_version(layout: LayoutKind) -> Version {
     let icmp = InternalKeyComparator::new(default_comparator());
     let fs = Arc::new(MemFs::new());
     let tables = Arc::new(TableCache::new(

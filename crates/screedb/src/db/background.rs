@@ -13,13 +13,12 @@ use std::time::Duration;
 use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
 use super::{DbInner, DbState};
-use crate::compaction::{Choice, MergeSpec, flsm, guard_upkeep, job, key_range};
+use crate::compaction::{Choice, MergeSpec, job, key_range};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::manifest::VersionEdit;
 use crate::options::Layout;
 use crate::sync::{lock, wait, wait_timeout};
-use crate::version::{FileRef, Version};
 use std::sync::MutexGuard;
 
 /// Body of a background thread.
@@ -57,7 +56,10 @@ pub(super) fn run(inner: &DbInner) {
 /// Sets the bytes seek-based compactions may still write: `seek_compaction_budget_percent` of
 /// the user bytes written, minus what they wrote (both counters survive reopens).
 fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
-    let percent = inner.options.flsm.seek_compaction_budget_percent;
+    let percent = match &inner.options.layout {
+        Layout::Flsm(flsm) => flsm.seek_compaction_budget_percent,
+        Layout::Leveled => 0,
+    };
     let user = inner.counters.user_bytes_written.load(Ordering::Relaxed);
     let spent = inner
         .counters
@@ -250,12 +252,11 @@ fn run_merge<'a>(
     }
     let result = result.and_then(|(mut edit, stats)| {
         let current = st.versions.current();
-        if current.layout() == Layout::Flsm {
-            // Other jobs may have changed the levels since this one started: decide on the
-            // version the edit is applied to.
-            guard_upkeep::drop_unsafe_guards(&current, &st.compaction, &mut edit);
-            guard_upkeep::drop_small_guards(&current, &inner.options, &mut edit);
-        }
+        // Other jobs may have changed the levels since this one started: the layout's upkeep
+        // decides on the version the edit is applied to.
+        inner
+            .strategy
+            .upkeep(&current, &inner.options, &st.compaction, &mut edit);
         Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(
             &inner.counters.compaction_bytes_written,
@@ -351,41 +352,18 @@ pub(super) fn compact_range(
         st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(50)).0;
     }
     let mut result = Ok(());
-    let last_level = inner.options.num_levels - 1;
-    // Each level's overlapping tables merge into the level below; the last level's are then
-    // rewritten in place, which drops what no snapshot can see (shadowed versions, tombstones).
-    for level in 0..=last_level {
+    // The strategy names each level's merge into the level below; the last level's tables are
+    // then rewritten in place, which drops what no snapshot can see (shadowed versions,
+    // tombstones).
+    for level in 0..inner.options.num_levels {
         let version = st.versions.current();
-        let mut inputs = version.overlapping(level, start, end);
-        if level == 0 {
-            inputs = expand_level0(&version, inputs);
-        }
-        if inputs.is_empty() {
-            continue;
-        }
-        if level > 0 && version.layout() == Layout::Flsm {
-            // Whole guards: a fragment left behind could hold older versions of keys that move
-            // down, and would then shadow them.
-            inputs = flsm::whole_guards(&version, level, &inputs);
-        }
-        let output_level = (level + 1).min(last_level);
-        let guard_bits = (version.layout() == Layout::Flsm)
-            .then(|| flsm::guard_bits(&inner.options, output_level, &inputs));
-        let mut spec = MergeSpec {
-            inputs: vec![(level, inputs)],
-            output_level,
-            target_file_size: inner.options.target_file_size,
-            guard_bits,
-            seek: false,
-        };
-        if output_level != level {
-            let (s, l) = key_range(&version, spec.all_inputs()).unwrap_or_default();
-            let below = version.overlapping(output_level, Some(&s), Some(&l));
-            if !below.is_empty() {
-                spec.inputs.push((output_level, below));
-            }
-        }
+        let spec = inner
+            .strategy
+            .manual(&version, &inner.options, level, start, end);
         drop(version);
+        let Some(spec) = spec else {
+            continue;
+        };
         let (r, guard) = run_merge(inner, st, spec);
         st = guard;
         if let Err(e) = r {
@@ -396,18 +374,4 @@ pub(super) fn compact_range(
     st.manual_running = false;
     inner.bg_cv.notify_all();
     result
-}
-
-/// Grows a set of level-0 inputs until no other level-0 table overlaps its key range. Level-0
-/// tables overlap each other: moving a newer table below an older one holding the same key would
-/// let the older value shadow the newer one.
-fn expand_level0(version: &Version, mut inputs: Vec<FileRef>) -> Vec<FileRef> {
-    while let Some((s, l)) = key_range(version, &inputs) {
-        let grown = version.overlapping(0, Some(&s), Some(&l));
-        if grown.len() == inputs.len() {
-            break;
-        }
-        inputs = grown;
-    }
-    inputs
 }

@@ -250,6 +250,7 @@ impl Db {
     pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
         let inner = &self.inner;
         inner.check_open()?;
+        inner.options.layout.kind().require_key_order("iterators")?;
         // Register the read sequence (so no buffered version it can see is overwritten in
         // place), move the membuffers' entries up to it into the skiplists, then iterate the
         // skiplists only. See `docs/memory.md`.
@@ -280,7 +281,7 @@ impl Db {
             Ok(tables.get(f)?.iter())
         });
         for level in 1..sv.version.num_levels() {
-            for run in sv.version.run_metas(level) {
+            for run in crate::layout::iteration_runs(&sv.version, level)? {
                 children.push(Box::new(ConcatIterator::new(
                     inner.icmp.clone(),
                     Arc::clone(run),
@@ -406,6 +407,7 @@ impl Db {
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Result<Vec<u64>> {
         let inner = &self.inner;
         let sv = inner.super_version.load_full();
+        sv.version.layout().require_key_order("approximate sizes")?;
         let mut out = Vec::with_capacity(ranges.len());
         for (start, end) in ranges {
             let (s, e) = (
@@ -472,11 +474,11 @@ impl DbInner {
     /// The seek count at which a guard is due for seek-based compaction; 0 when reads are not
     /// counted (leveled layout, or seek compaction disabled).
     pub(super) fn seek_threshold(&self) -> u32 {
-        let flsm = &self.options.flsm;
-        if self.options.layout == Layout::Flsm && flsm.seek_compaction_budget_percent > 0 {
-            flsm.seek_compaction_threshold
-        } else {
-            0
+        match &self.options.layout {
+            Layout::Flsm(flsm) if flsm.seek_compaction_budget_percent > 0 => {
+                flsm.seek_compaction_threshold
+            }
+            Layout::Flsm(_) | Layout::Leveled => 0,
         }
     }
 

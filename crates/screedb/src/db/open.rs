@@ -16,13 +16,13 @@ use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::write::{create_wal, insert};
 use super::{DbInner, DbState, SuperVersion};
-use crate::compaction::{self, flsm::Flsm, job, leveled::Leveled};
+use crate::compaction::{self, job};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::MemTable;
-use crate::options::{Layout, Options};
+use crate::options::Options;
 use crate::table::{BlockCache, TableCache};
 use crate::version::VersionSet;
 use crate::wal::{LogReader, RecoveryMode};
@@ -65,7 +65,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         icmp.clone(),
         Arc::clone(&tables),
         &options,
-        Some(options.layout),
+        Some(options.layout.kind()),
     );
     let (log_number, prev_log) = if exists {
         let r = versions.recover()?;
@@ -216,10 +216,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table_options,
         tables,
         block_cache,
-        strategy: match options.layout {
-            Layout::Leveled => Box::new(Leveled),
-            Layout::Flsm => Box::new(Flsm),
-        },
+        strategy: options.layout.strategy(),
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         super_version,

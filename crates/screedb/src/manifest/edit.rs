@@ -37,7 +37,7 @@ use std::path::Path;
 
 use crate::coding::{put_u32, put_u64};
 use crate::error::Result;
-use crate::options::Layout;
+use crate::layout::LayoutKind;
 
 use super::file_meta::FileMeta;
 use super::{FieldReader, put_bytes};
@@ -78,21 +78,13 @@ pub mod tag {
     pub const TABLE_GREW: u8 = 13;
 }
 
-/// The on-disk code of a layout (tag 11). Frozen.
-fn layout_code(layout: Layout) -> u8 {
-    match layout {
-        Layout::Leveled => 0,
-        Layout::Flsm => 1,
-    }
-}
-
 /// A change to the set of live tables and counters; the MANIFEST is a log of these.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionEdit {
     /// Name of the user comparator (written in the first edit of a MANIFEST).
     pub comparator: Option<String>,
     /// Layout of levels >= 1 (written in the first edit of a MANIFEST).
-    pub layout: Option<Layout>,
+    pub layout: Option<LayoutKind>,
     /// Logs with smaller numbers are no longer needed.
     pub log_number: Option<u64>,
     /// The log before `log_number`, kept for LevelDB compatibility.
@@ -128,7 +120,7 @@ impl VersionEdit {
         }
         if let Some(layout) = self.layout {
             dst.push(tag::LAYOUT);
-            dst.push(layout_code(layout));
+            dst.push(layout.code());
         }
         let counters = [
             (tag::LOG_NUMBER, self.log_number),
@@ -198,17 +190,14 @@ impl VersionEdit {
                 tag::COMPARATOR => edit.comparator = Some(r.string("comparator name")?),
                 tag::LAYOUT => {
                     let code_offset = r.offset();
-                    edit.layout = Some(match r.u8("layout")? {
-                        0 => Layout::Leveled,
-                        1 => Layout::Flsm,
-                        other => {
-                            return Err(crate::error::Error::corruption(
-                                file,
-                                code_offset,
-                                format!("unknown layout code {other} (0 = leveled, 1 = FLSM)"),
-                            ));
-                        }
-                    });
+                    let code = r.u8("layout")?;
+                    edit.layout = Some(LayoutKind::from_code(code).ok_or_else(|| {
+                        crate::error::Error::corruption(
+                            file,
+                            code_offset,
+                            format!("unknown layout code {code} (0 = leveled, 1 = FLSM)"),
+                        )
+                    })?);
                 }
                 tag::LOG_NUMBER => edit.log_number = Some(r.u64("log number")?),
                 tag::PREV_LOG_NUMBER => edit.prev_log_number = Some(r.u64("prev log number")?),
@@ -335,7 +324,10 @@ mod tests {
             vec((level.clone(), arb_bytes()), 0..3),
             vec((level, arb_bytes()), 0..3),
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
-            proptest::option::of(prop_oneof![Just(Layout::Leveled), Just(Layout::Flsm)]),
+            proptest::option::of(prop_oneof![
+                Just(LayoutKind::Leveled),
+                Just(LayoutKind::Flsm)
+            ]),
         )
             .prop_map(
                 |((c, log, prev, next, last), del, (new, grown), add, rem, stats, layout)| {
@@ -475,7 +467,7 @@ mod tests {
     fn layout_is_frozen_and_unknown_codes_are_named() {
         let mut buf = Vec::new();
         VersionEdit {
-            layout: Some(Layout::Flsm),
+            layout: Some(LayoutKind::Flsm),
             ..VersionEdit::default()
         }
         .encode(&mut buf);
@@ -512,7 +504,7 @@ mod tests {
     fn golden_bytes() {
         let edit = VersionEdit {
             comparator: Some("cmp".into()),
-            layout: Some(Layout::Flsm),
+            layout: Some(LayoutKind::Flsm),
             log_number: Some(2),
             prev_log_number: Some(1),
             next_file_number: Some(9),

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{FileRef, TableFile, Version};
+use crate::layout::flsm::seeks;
 use crate::manifest::VersionEdit;
 
 /// Accumulates edits on top of a base version and produces the next version.
@@ -131,24 +132,14 @@ impl<'a> VersionBuilder<'a> {
         let runs: Vec<Vec<Vec<super::FileRef>>> = levels
             .iter()
             .enumerate()
-            .map(|(level, files)| {
-                if level == 0 {
-                    Vec::new()
-                } else if self.base.layout == crate::options::Layout::Leveled {
-                    // Disjoint by invariant (checked before a version is installed).
-                    if files.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![files.clone()]
-                    }
-                } else {
-                    Version::sorted_runs(&icmp, files)
-                }
+            .map(|(level, files)| match level {
+                0 => Vec::new(),
+                _ => crate::layout::runs_of(self.base.layout, &icmp, files),
             })
             .collect();
-        let seeks = super::seeks::SeekCounters::new(self.guards.iter().map(Vec::len));
-        if self.base.layout == crate::options::Layout::Flsm {
-            super::seeks::carry_over(self.base, &levels, &self.guards, &seeks);
+        let seeks = seeks::SeekCounters::new(self.guards.iter().map(Vec::len));
+        if self.base.layout.has_guards() {
+            seeks::carry_over(self.base, &levels, &self.guards, &seeks);
         }
         Version {
             icmp,

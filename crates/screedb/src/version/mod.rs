@@ -16,9 +16,7 @@
 //! `max_sstables_per_guard` in FLSM). Reads binary-search each run; iterators concatenate each.
 
 mod builder;
-pub mod guards;
 pub mod obsolete;
-pub mod seeks;
 mod set;
 
 use std::cmp::Ordering;
@@ -30,8 +28,9 @@ pub use set::{RecoveredState, VersionSet};
 use crate::comparator::InternalKeyComparator;
 use crate::error::Result;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::layout::flsm::{guards, seeks};
+use crate::layout::{self, LayoutKind};
 use crate::manifest::FileMeta;
-use crate::options::Layout;
 use crate::table::TableCache;
 use obsolete::ObsoleteFiles;
 
@@ -41,7 +40,7 @@ use crate::table::Probe;
 /// The live tables of every level.
 pub struct Version {
     icmp: InternalKeyComparator,
-    layout: Layout,
+    layout: LayoutKind,
     levels: Vec<Vec<FileRef>>,
     /// Per level, the total size of its tables (`level_bytes`, read by every write's stall check:
     /// summing thousands of tables per write was measurable at 50M keys).
@@ -132,7 +131,7 @@ impl Version {
     /// An empty version with `num_levels` levels.
     pub fn empty(
         icmp: InternalKeyComparator,
-        layout: Layout,
+        layout: LayoutKind,
         num_levels: usize,
         obsolete: Arc<ObsoleteFiles>,
     ) -> Self {
@@ -150,8 +149,13 @@ impl Version {
     }
 
     /// The layout of levels >= 1.
-    pub fn layout(&self) -> Layout {
+    pub fn layout(&self) -> LayoutKind {
         self.layout
+    }
+
+    /// The seek counters of this version's guards (FLSM's seek compaction).
+    pub fn seek_counters(&self) -> &seeks::SeekCounters {
+        &self.seeks
     }
 
     /// The tables of level `level` (>= 1) as sorted runs of disjoint tables.
@@ -174,26 +178,6 @@ impl Version {
                     .collect()
             })
             .collect()
-    }
-
-    /// Splits tables sorted by smallest key into sorted runs (first fit: each table goes to the
-    /// first run whose last table ends before it starts).
-    fn sorted_runs(icmp: &InternalKeyComparator, files: &[FileRef]) -> Vec<Vec<FileRef>> {
-        let mut runs: Vec<Vec<FileRef>> = Vec::new();
-        for f in files {
-            let fits = |run: &Vec<FileRef>| {
-                run.last().is_some_and(|last| {
-                    icmp.user()
-                        .compare(last.largest_user_key(), f.smallest_user_key())
-                        == Ordering::Less
-                })
-            };
-            match runs.iter_mut().find(|r| fits(r)) {
-                Some(run) => run.push(Arc::clone(f)),
-                None => runs.push(vec![Arc::clone(f)]),
-            }
-        }
-        runs
     }
 
     /// The tables of `level` (>= 1) inside guard `index` of that level (all tables when the
@@ -320,19 +304,10 @@ impl Version {
                 }
                 continue;
             }
-            // One candidate per sorted run; probe the newest data first and stop as soon as the
-            // best entry found is newer than anything the remaining candidates hold.
-            let mut candidates: Vec<&FileRef> = self
-                .runs(level)
-                .iter()
-                .filter_map(|run| {
-                    let i = run.partition_point(|f| {
-                        self.icmp.compare(&f.largest, &target) == Ordering::Less
-                    });
-                    run.get(i)
-                        .filter(|f| ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less)
-                })
-                .collect();
+            // The layout names the candidates (one per sorted run); probe the newest data first
+            // and stop as soon as the best entry found is newer than anything the remaining
+            // candidates hold.
+            let mut candidates = layout::point_candidates(self, level, user_key, &target);
             if let [f] = candidates.as_slice() {
                 if let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)? {
                     return Ok((found, crossed));
@@ -395,7 +370,7 @@ impl Version {
                 }
             }
             let guards = self.guards(level);
-            if (level == 0 || self.layout == Layout::Leveled) && !guards.is_empty() {
+            if (level == 0 || !self.layout.has_guards()) && !guards.is_empty() {
                 return Err(format!(
                     "level {level} has {} guards but {} has none",
                     guards.len(),
@@ -409,7 +384,11 @@ impl Version {
             if level == 0 {
                 continue;
             }
-            if self.layout == Layout::Leveled {
+            let disjoint = match self.layout {
+                LayoutKind::Leveled => true,
+                LayoutKind::Flsm => false,
+            };
+            if disjoint {
                 for pair in files.windows(2) {
                     if ucmp.compare(pair[0].largest_user_key(), pair[1].smallest_user_key())
                         != Ordering::Less
@@ -485,7 +464,7 @@ impl Version {
                 self.files(level).len(),
                 self.level_bytes(level)
             ));
-            if self.layout == Layout::Flsm && level > 0 {
+            if self.layout.has_guards() && level > 0 {
                 let ucmp = self.icmp.user();
                 let guards = self.guards(level);
                 let mut per_guard = vec![0usize; guards.len() + 1];

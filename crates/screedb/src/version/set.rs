@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::{self, Fs};
 use crate::key::SequenceNumber;
+use crate::layout::LayoutKind;
 use crate::manifest::VersionEdit;
-use crate::options::{Layout, Options};
+use crate::options::Options;
 use crate::table::TableCache;
 use crate::version::obsolete::ObsoleteFiles;
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
@@ -48,7 +49,7 @@ pub struct VersionSet {
     manifest_number: u64,
     stats: BTreeMap<String, u64>,
     /// The layout the database must have (`None`: whatever is stored).
-    expected_layout: Option<Layout>,
+    expected_layout: Option<LayoutKind>,
     obsolete: Arc<ObsoleteFiles>,
 }
 
@@ -74,13 +75,13 @@ impl VersionSet {
         icmp: InternalKeyComparator,
         tables: Arc<TableCache>,
         options: &Options,
-        layout: Option<Layout>,
+        layout: Option<LayoutKind>,
     ) -> Self {
         let obsolete = Arc::new(ObsoleteFiles::new(Arc::clone(&fs), dir.clone(), tables));
         let (num_levels, max_manifest_size) = (options.num_levels, options.max_manifest_file_size);
         let current = Arc::new(Version::empty(
             icmp.clone(),
-            layout.unwrap_or_default(),
+            layout.unwrap_or(LayoutKind::Flsm),
             num_levels,
             Arc::clone(&obsolete),
         ));
@@ -133,7 +134,7 @@ impl VersionSet {
         let stored = edits
             .iter()
             .find_map(|(e, _)| e.layout)
-            .unwrap_or(Layout::Leveled);
+            .unwrap_or(LayoutKind::Leveled);
         if let Some(given) = self.expected_layout
             && given != stored
         {

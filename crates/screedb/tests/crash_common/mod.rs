@@ -109,15 +109,15 @@ pub fn apply_layout_variant(o: &mut Options) {
     match std::env::var("SCREEDB_TEST_LAYOUT").as_deref() {
         Ok("leveled") => o.layout = screedb::Layout::Leveled,
         Ok("flsm-dense") => {
-            o.layout = screedb::Layout::Flsm;
-            o.flsm.guard_bits = screedb::GuardBits::Fixed {
+            o.layout = screedb::Layout::default();
+            o.layout.flsm_mut().unwrap().guard_bits = screedb::GuardBits::Fixed {
                 top_level_bits: 3,
                 bit_decrement: 1,
             };
         }
         Ok("flsm-max1") => {
-            o.layout = screedb::Layout::Flsm;
-            o.flsm.max_sstables_per_guard = 1;
+            o.layout = screedb::Layout::default();
+            o.layout.flsm_mut().unwrap().max_sstables_per_guard = 1;
         }
         _ => {}
     }

@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use super::{
-    Choice, CompactionStrategy, MergeSpec, State, key_range, levels_over_target, range_is_busy,
+use crate::compaction::{
+    Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range, levels_over_target,
+    manual_inputs, range_is_busy,
 };
 use crate::options::Options;
 use crate::version::{FileRef, Version};
@@ -83,8 +84,9 @@ impl Leveled {
         let mut spec = MergeSpec {
             inputs: vec![(level, inputs)],
             output_level: next,
-            target_file_size: options.target_file_size,
-            guard_bits: None,
+            output: OutputPlan::BySize {
+                target_file_size: options.target_file_size,
+            },
             seek: false,
         };
         if !below.is_empty() {
@@ -107,6 +109,25 @@ impl CompactionStrategy for Leveled {
                 _ => Self::level_n(version, options, state, level),
             })
             .unwrap_or(Choice::DoNothing)
+    }
+
+    fn manual(
+        &self,
+        version: &Version,
+        options: &Options,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<MergeSpec> {
+        let (inputs, output_level) = manual_inputs(version, level, start, end, |files| files)?;
+        Some(MergeSpec {
+            inputs,
+            output_level,
+            output: OutputPlan::BySize {
+                target_file_size: options.target_file_size,
+            },
+            seek: false,
+        })
     }
 }
 
@@ -136,7 +157,7 @@ mod tests {
 
     /// A version with `files` as `(level, meta)`.
     fn version(files: Vec<(u32, FileMeta)>) -> Version {
-        let base = empty_version(crate::options::Layout::Leveled);
+        let base = empty_version(crate::layout::LayoutKind::Leveled);
         let mut b = VersionBuilder::new(&base);
         b.apply(&VersionEdit {
             new_files: files,

@@ -22,20 +22,22 @@
 
 use std::sync::Arc;
 
-use super::{
-    Choice, CompactionStrategy, MergeSpec, State, guard_upkeep, key_range, levels_over_target,
-    range_is_busy,
+use super::{GuardBits, guards, options_of, upkeep as guard_upkeep};
+use crate::compaction::{
+    Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range, levels_over_target,
+    manual_inputs, range_is_busy,
 };
-use crate::options::{GuardBits, Options};
-use crate::version::{FileRef, Version, guards};
+use crate::manifest::VersionEdit;
+use crate::options::Options;
+use crate::version::{FileRef, Version};
 
-/// The FLSM strategy.
+/// The FLSM strategy (its options come from `Options::layout`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Flsm;
 
 /// Guard bits for a compaction into `level` with `inputs` (see [`GuardBits`]).
 pub fn guard_bits(options: &Options, level: usize, inputs: &[FileRef]) -> u32 {
-    match options.flsm.guard_bits {
+    match options_of(options).guard_bits {
         GuardBits::Fixed {
             top_level_bits,
             bit_decrement,
@@ -58,7 +60,7 @@ pub fn guard_bits(options: &Options, level: usize, inputs: &[FileRef]) -> u32 {
 /// Levels `n` (1 <= n < last) whose bytes are within `aggressive_compaction_percent` of level
 /// `n + 1`'s bytes (PebblesDB section 4), fullest relative to the next level first.
 pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
-    let percent = options.flsm.aggressive_compaction_percent.min(100);
+    let percent = options_of(options).aggressive_compaction_percent.min(100);
     if percent == 0 {
         return Vec::new();
     }
@@ -80,7 +82,7 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
 /// exactly the guard's bytes, and afterwards a read probes one fragment there.
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
-    let threshold = options.flsm.seek_compaction_threshold;
+    let threshold = options_of(options).seek_compaction_threshold;
     if threshold == 0 || state.seek_budget_bytes == 0 {
         return None;
     }
@@ -105,10 +107,12 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
             continue;
         }
         return Some(Choice::Merge(MergeSpec {
-            guard_bits: Some(guard_bits(options, level, &frags)),
+            output: OutputPlan::ByGuards {
+                target_file_size: options.target_file_size,
+                new_guard_bits: guard_bits(options, level, &frags),
+            },
             inputs: vec![(level, frags)],
             output_level: level,
-            target_file_size: options.target_file_size,
             seek: true,
         }));
     }
@@ -174,7 +178,7 @@ fn full_children(
             .iter()
             .position(|f| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key()) != g)
             .map_or(overlapping.len(), |n| i + n);
-        if end - i >= options.flsm.max_sstables_per_guard {
+        if end - i >= options_of(options).max_sstables_per_guard {
             out.extend(overlapping[i..end].iter().cloned());
         }
         i = end;
@@ -293,23 +297,25 @@ impl Flsm {
         }
         let input_bytes: u64 = inputs.iter().map(|f| f.file_size).sum();
         let child_bytes: u64 = children.iter().map(|f| f.file_size).sum();
-        let ratio = options.flsm.second_last_rewrite_ratio;
+        let ratio = options_of(options).second_last_rewrite_ratio;
         let in_place = level > 0
             && next + 1 == version.num_levels()
             && ratio > 0
             && inputs.len() >= 2
             && child_bytes > input_bytes.saturating_mul(ratio);
         let output_level = if in_place { level } else { next };
-        let guard_bits = Some(guard_bits(
+        let new_guard_bits = guard_bits(
             options,
             output_level,
             &inputs.iter().chain(&children).cloned().collect::<Vec<_>>(),
-        ));
+        );
         let mut spec = MergeSpec {
             inputs: vec![(level, inputs)],
             output_level,
-            target_file_size: options.target_file_size,
-            guard_bits,
+            output: OutputPlan::ByGuards {
+                target_file_size: options.target_file_size,
+                new_guard_bits,
+            },
             seek: false,
         };
         if !in_place && !children.is_empty() {
@@ -334,8 +340,38 @@ impl CompactionStrategy for Flsm {
             .or_else(|| seek_compaction(version, options, state))
             .unwrap_or(Choice::DoNothing)
     }
+
+    fn manual(
+        &self,
+        version: &Version,
+        options: &Options,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<MergeSpec> {
+        // Whole guards: a fragment left behind could hold older versions of keys that move
+        // down, and would then shadow them.
+        let (inputs, output_level) = manual_inputs(version, level, start, end, |files| {
+            whole_guards(version, level, &files)
+        })?;
+        let new_guard_bits = guard_bits(options, output_level, &inputs[0].1);
+        Some(MergeSpec {
+            inputs,
+            output_level,
+            output: OutputPlan::ByGuards {
+                target_file_size: options.target_file_size,
+                new_guard_bits,
+            },
+            seek: false,
+        })
+    }
+
+    fn upkeep(&self, current: &Version, options: &Options, state: &State, edit: &mut VersionEdit) {
+        guard_upkeep::drop_unsafe_guards(current, state, edit);
+        guard_upkeep::drop_small_guards(current, options, edit);
+    }
 }
 
 #[cfg(test)]
-#[path = "flsm_tests.rs"]
+#[path = "strategy_tests.rs"]
 mod tests;

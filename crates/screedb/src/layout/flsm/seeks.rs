@@ -12,9 +12,9 @@
 use std::cmp::Ordering as KeyOrder;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{FileRef, Version, guards};
+use super::guards;
 use crate::comparator::Comparator;
-use crate::options::Layout;
+use crate::version::{FileRef, Version};
 
 /// Per level, per guard (index 0: the sentinel guard) seek counts.
 #[derive(Debug, Default)]
@@ -92,14 +92,14 @@ fn tables_in<'f>(
 /// Copies into `into` (the counters of a version with tables `levels` and guard keys `guards`)
 /// the count of every guard of `base` with a non-zero count that has the same bounds and the
 /// same tables in both. Cost: a few binary searches per counted guard.
-pub(super) fn carry_over(
+pub(crate) fn carry_over(
     base: &Version,
     levels: &[Vec<FileRef>],
     guards: &[Vec<Vec<u8>>],
     into: &SeekCounters,
 ) {
-    let ucmp = base.icmp.user().as_ref();
-    for (level, counts) in base.seeks.levels.iter().enumerate().skip(1) {
+    let ucmp = base.icmp().user().as_ref();
+    for (level, counts) in base.seek_counters().levels.iter().enumerate().skip(1) {
         let (Some(files), Some(keys)) = (levels.get(level), guards.get(level)) else {
             continue;
         };
@@ -134,22 +134,22 @@ pub(super) fn carry_over(
 
 impl Version {
     /// Counts one read of `user_key` in its guard of `level`; returns the new count.
-    pub(super) fn bump(&self, level: usize, user_key: &[u8]) -> u32 {
-        let ucmp = self.icmp.user();
+    pub(crate) fn bump(&self, level: usize, user_key: &[u8]) -> u32 {
+        let ucmp = self.icmp().user();
         let index = guards::guard_index(ucmp.as_ref(), self.guards(level), user_key);
-        self.seeks.record(level, index)
+        self.seek_counters().record(level, index)
     }
 
     /// Counts an iterator seek to `user_key`: at every level >= 1 where more than one fragment
     /// overlaps the key (the seek had to position several tables of one guard), the guard's
     /// counter goes up. True when a count reached `threshold` (0: counts nothing).
     pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> bool {
-        if threshold == 0 || self.layout != Layout::Flsm {
+        if threshold == 0 || !self.layout().has_guards() {
             return false;
         }
-        let ucmp = self.icmp.user();
+        let ucmp = self.icmp().user();
         let mut crossed = false;
-        for level in 1..self.levels.len() {
+        for level in 1..self.num_levels() {
             let overlapping = self
                 .runs(level)
                 .iter()
@@ -168,11 +168,6 @@ impl Version {
             }
         }
         crossed
-    }
-
-    /// The seek counters of this version's guards.
-    pub fn seek_counters(&self) -> &SeekCounters {
-        &self.seeks
     }
 }
 

@@ -9,10 +9,10 @@ fn options(max_per_guard: usize) -> Options {
     Options {
         l0_compaction_trigger: 2,
         max_bytes_for_level_base: 1000,
-        flsm: FlsmOptions {
+        layout: crate::options::Layout::Flsm(FlsmOptions {
             max_sstables_per_guard: max_per_guard,
             ..FlsmOptions::default()
-        },
+        }),
         ..Options::default()
     }
 }
@@ -42,7 +42,7 @@ fn level0_appends_fragments_without_rewriting_level1() {
         "nothing of level 1 is rewritten: {spec:?}"
     );
     assert_eq!(numbers(&spec.inputs[0].1), vec![11, 10]);
-    assert!(spec.guard_bits.is_some());
+    assert!(matches!(spec.output, OutputPlan::ByGuards { .. }));
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn second_to_last_level_rewrites_in_place_when_the_last_level_is_huge() {
         panic!("merge")
     };
     assert_eq!(spec.output_level, 2, "{spec:?}");
-    o.flsm.second_last_rewrite_ratio = 0;
+    o.layout.flsm_mut().unwrap().second_last_rewrite_ratio = 0;
     let Choice::Merge(spec) = Flsm.choose(&v, &o, &State::default()) else {
         panic!("merge")
     };
@@ -153,7 +153,7 @@ fn second_to_last_level_rewrites_in_place_when_the_last_level_is_huge() {
 
 #[test]
 fn invariants_reject_spanning_tables_and_broken_skip_lists() {
-    let base = empty_version(crate::options::Layout::Flsm);
+    let base = empty_version(crate::layout::LayoutKind::Flsm);
     let build = |edit: VersionEdit| {
         let mut b = VersionBuilder::new(&base);
         b.apply(&edit).unwrap();
@@ -192,7 +192,7 @@ fn adaptive_bits_follow_the_entry_size() {
         guard_bits(&o, 1, &small),
         (4u64 << 20).div_euclid(100).ilog2()
     );
-    o.flsm.guard_bits = GuardBits::Fixed {
+    o.layout.flsm_mut().unwrap().guard_bits = GuardBits::Fixed {
         top_level_bits: 27,
         bit_decrement: 2,
     };
@@ -232,11 +232,11 @@ fn aggressive_compaction_takes_a_level_within_the_ratio_of_the_next() {
     // 0 disables it.
     let v = version(GUARDS, files(500));
     let mut o = options(4);
-    o.flsm.aggressive_compaction_percent = 0;
+    o.layout.flsm_mut().unwrap().aggressive_compaction_percent = 0;
     let choice = Flsm.choose(&v, &o, &State::default());
     assert_eq!(from_level(&choice), None, "{choice:?}");
     // 100 compacts any level whose next level holds data; never the last, nor into an empty one.
-    o.flsm.aggressive_compaction_percent = 100;
+    o.layout.flsm_mut().unwrap().aggressive_compaction_percent = 100;
     let v = version(
         GUARDS,
         vec![(1, file(3, "a", "c", 1)), (3, file(6, "n", "p", 900))],
@@ -256,7 +256,7 @@ fn aggressive_compaction_takes_a_level_within_the_ratio_of_the_next() {
 #[test]
 fn aggressive_percent_is_validated() {
     let mut o = Options::default();
-    o.flsm.aggressive_compaction_percent = 101;
+    o.layout.flsm_mut().unwrap().aggressive_compaction_percent = 101;
     let err = o.validate().unwrap_err().to_string();
     assert!(err.contains("aggressive_compaction_percent"), "{err}");
 }
@@ -276,8 +276,8 @@ fn seek_version() -> Version {
 
 fn seek_options(threshold: u32) -> Options {
     let mut o = options(4);
-    o.flsm.aggressive_compaction_percent = 0;
-    o.flsm.seek_compaction_threshold = threshold;
+    o.layout.flsm_mut().unwrap().aggressive_compaction_percent = 0;
+    o.layout.flsm_mut().unwrap().seek_compaction_threshold = threshold;
     o
 }
 

@@ -11,19 +11,20 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::State;
+use super::{GuardBits, guards, options_of};
+use crate::compaction::State;
 use crate::manifest::VersionEdit;
-use crate::options::{GuardBits, Options};
-use crate::version::{Version, VersionBuilder, guards};
+use crate::options::Options;
+use crate::version::{Version, VersionBuilder};
 
 /// Bytes a guard should hold: `GuardBits::Adaptive`'s target, or `max_sstables_per_guard *
 /// target_file_size` when that is 0 or guards are fixed.
 pub fn target_guard_bytes(options: &Options) -> u64 {
-    match options.flsm.guard_bits {
+    match options_of(options).guard_bits {
         GuardBits::Adaptive { target_guard_bytes } if target_guard_bytes > 0 => target_guard_bytes,
         _ => options
             .target_file_size
-            .saturating_mul(options.flsm.max_sstables_per_guard as u64),
+            .saturating_mul(options_of(options).max_sstables_per_guard as u64),
     }
 }
 
@@ -134,7 +135,7 @@ pub fn drop_small_guards(current: &Version, options: &Options, edit: &mut Versio
         touched.extend(keys.get(g).cloned());
     }
     // 0 under fixed bits: only empty guards qualify.
-    let target = match options.flsm.guard_bits {
+    let target = match options_of(options).guard_bits {
         GuardBits::Adaptive { .. } => target_guard_bytes(options),
         GuardBits::Fixed { .. } => 0,
     };
@@ -175,5 +176,5 @@ pub fn drop_small_guards(current: &Version, options: &Options, edit: &mut Versio
 }
 
 #[cfg(test)]
-#[path = "guard_upkeep_tests.rs"]
+#[path = "upkeep_tests.rs"]
 mod tests;

@@ -34,7 +34,7 @@ fn unsafe_new_guards_are_dropped_at_every_level() {
 /// Options whose guards should hold 1600 bytes: "small" is under 100 bytes, a run under 800.
 fn small_options() -> Options {
     let mut o = Options::default();
-    o.flsm.guard_bits = GuardBits::Adaptive {
+    o.layout.flsm_mut().unwrap().guard_bits = GuardBits::Adaptive {
         target_guard_bytes: 1600,
     };
     o

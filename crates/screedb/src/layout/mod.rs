@@ -1,0 +1,230 @@
+//! Layouts: how the levels >= 1 of a database are organised, side by side.
+//!
+//! A layout is a compaction strategy plus the read routing over one Version/MANIFEST model:
+//! - [`leveled`]: LevelDB/RocksDB's leveled LSM, one sorted run of disjoint tables per level;
+//! - [`flsm`]: PebblesDB's fragmented LSM, levels cut by guard keys, guards holding overlapping
+//!   fragments (its guards, seek counters and guard upkeep live in that folder too).
+//!
+//! [`Layout`] is a closed enum whose variants carry their options; only its [`LayoutKind`] is
+//! persisted (MANIFEST tag 11), so a database is always reopened with the layout it was created
+//! with, while its options may change between opens. Everything that differs between layouts is
+//! a `match` on the kind, so a new layout does not compile until every place has said what it
+//! does. What a layout cannot serve is [`crate::Error::NotSupported`].
+
+pub mod flsm;
+pub mod leveled;
+mod sorted_runs;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::compaction::CompactionStrategy;
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::manifest::FileMeta;
+use crate::version::{FileRef, Version};
+
+use flsm::FlsmOptions;
+
+/// How the levels >= 1 of a database are organised, with that layout's options. The kind is
+/// written to the manifest at creation. Default: `Flsm(FlsmOptions::default())`.
+/// RocksDB: `compaction_style` (leveled); PebblesDB: always FLSM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// LevelDB/RocksDB leveled LSM: each level >= 1 is one sorted run of disjoint tables, and a
+    /// compaction rewrites the overlapping tables of the level below.
+    Leveled,
+    /// PebblesDB's fragmented LSM: each level >= 1 is partitioned by guard keys; a guard holds up
+    /// to `max_sstables_per_guard` possibly overlapping fragments, and compaction appends
+    /// fragments to the guards of the next level instead of rewriting them (docs/flsm.md).
+    Flsm(FlsmOptions),
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::Flsm(FlsmOptions::default())
+    }
+}
+
+impl Layout {
+    /// The kind, as persisted.
+    pub fn kind(&self) -> LayoutKind {
+        match self {
+            Layout::Leveled => LayoutKind::Leveled,
+            Layout::Flsm(_) => LayoutKind::Flsm,
+        }
+    }
+
+    /// The layout of `kind` with default options.
+    pub fn with_defaults(kind: LayoutKind) -> Layout {
+        match kind {
+            LayoutKind::Leveled => Layout::Leveled,
+            LayoutKind::Flsm => Layout::Flsm(FlsmOptions::default()),
+        }
+    }
+
+    /// The FLSM options, when this is the FLSM layout.
+    pub fn flsm(&self) -> Option<&FlsmOptions> {
+        match self {
+            Layout::Flsm(options) => Some(options),
+            Layout::Leveled => None,
+        }
+    }
+
+    /// The FLSM options to change, when this is the FLSM layout.
+    pub fn flsm_mut(&mut self) -> Option<&mut FlsmOptions> {
+        match self {
+            Layout::Flsm(options) => Some(options),
+            Layout::Leveled => None,
+        }
+    }
+
+    /// The name used in options, the CLI and error messages: `leveled` or `flsm`.
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Checks the layout's options; the error names the option.
+    pub fn validate(&self) -> Result<()> {
+        match self {
+            Layout::Leveled => Ok(()),
+            Layout::Flsm(options) => options.validate(),
+        }
+    }
+
+    /// The layout's compaction strategy.
+    pub fn strategy(&self) -> Box<dyn CompactionStrategy> {
+        match self {
+            Layout::Leveled => Box::new(leveled::Leveled),
+            Layout::Flsm(_) => Box::new(flsm::Flsm),
+        }
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which layout a database has, as its MANIFEST records it (tag 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LayoutKind {
+    /// See [`Layout::Leveled`].
+    Leveled,
+    /// See [`Layout::Flsm`].
+    Flsm,
+}
+
+impl LayoutKind {
+    /// Every kind, in code order (for tests that run over every layout).
+    pub const ALL: [LayoutKind; 2] = [LayoutKind::Leveled, LayoutKind::Flsm];
+
+    /// The name used in options, the CLI and error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Leveled => "leveled",
+            LayoutKind::Flsm => "flsm",
+        }
+    }
+
+    /// The frozen on-disk code of MANIFEST tag 11.
+    pub fn code(self) -> u8 {
+        match self {
+            LayoutKind::Leveled => 0,
+            LayoutKind::Flsm => 1,
+        }
+    }
+
+    /// The kind of an on-disk code, if this build knows it.
+    pub fn from_code(code: u8) -> Option<LayoutKind> {
+        LayoutKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// True when the layout keeps user keys in order, so iterators, ranges and size estimates
+    /// work.
+    pub fn keeps_key_order(self) -> bool {
+        match self {
+            LayoutKind::Leveled | LayoutKind::Flsm => true,
+        }
+    }
+
+    /// [`Error::NotSupported`] for `op` unless the layout keeps key order.
+    pub fn require_key_order(self, op: &'static str) -> Result<()> {
+        if self.keeps_key_order() {
+            Ok(())
+        } else {
+            Err(Error::NotSupported {
+                layout: self.name(),
+                op,
+            })
+        }
+    }
+
+    /// True when levels >= 1 are cut by guard keys (recorded in the MANIFEST, tags 8 and 9).
+    pub fn has_guards(self) -> bool {
+        match self {
+            LayoutKind::Leveled => false,
+            LayoutKind::Flsm => true,
+        }
+    }
+}
+
+impl fmt::Display for LayoutKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for LayoutKind {
+    type Err = Error;
+    fn from_str(name: &str) -> Result<LayoutKind> {
+        LayoutKind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = LayoutKind::ALL.iter().map(|k| k.name()).collect();
+                Error::invalid(format!(
+                    "unknown layout {name:?}: expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// The tables of `level` (>= 1) of a version built from `files` (sorted by smallest key), as
+/// the sorted runs reads and iterators walk.
+pub(crate) fn runs_of(
+    kind: LayoutKind,
+    icmp: &InternalKeyComparator,
+    files: &[FileRef],
+) -> Vec<Vec<FileRef>> {
+    match kind {
+        // Disjoint by invariant (checked before a version is installed): one run.
+        LayoutKind::Leveled if files.is_empty() => Vec::new(),
+        LayoutKind::Leveled => vec![files.to_vec()],
+        LayoutKind::Flsm => sorted_runs::first_fit(icmp, files),
+    }
+}
+
+/// The tables of `level` (>= 1) a point lookup of `target` (an internal key) must probe, at
+/// most one per sorted run.
+pub(crate) fn point_candidates<'v>(
+    version: &'v Version,
+    level: usize,
+    user_key: &[u8],
+    target: &[u8],
+) -> Vec<&'v FileRef> {
+    match version.layout() {
+        LayoutKind::Leveled | LayoutKind::Flsm => {
+            sorted_runs::candidates(version, level, user_key, target)
+        }
+    }
+}
+
+/// The sorted runs of `level` (>= 1) an iterator concatenates, or [`Error::NotSupported`].
+pub(crate) fn iteration_runs(version: &Version, level: usize) -> Result<&[Arc<[Arc<FileMeta>]>]> {
+    match version.layout() {
+        LayoutKind::Leveled | LayoutKind::Flsm => Ok(version.run_metas(level)),
+    }
+}
