@@ -25,8 +25,8 @@ pub struct leveldb_snapshot_t {
 }
 
 impl leveldb_snapshot_t {
-    pub(crate) fn sequence(&self) -> u64 {
-        self.snap.sequence()
+    pub(crate) fn snapshot(&self) -> &Snapshot {
+        &self.snap
     }
 }
 
@@ -191,7 +191,9 @@ pub unsafe extern "C" fn leveldb_get(
             set_error(errptr, "Invalid argument: key is NULL");
             return (null_mut(), 0);
         };
-        match report(db.db.get_with(k, &o.to_engine()), errptr, None) {
+        // SAFETY: API contract: a snapshot named in `options` is unreleased.
+        let ro = unsafe { o.as_engine() };
+        match report(db.db.get_with(k, &ro), errptr, None) {
             Some(Some(v)) => (malloc_copy(&v), v.len()),
             _ => (null_mut(), 0),
         }
@@ -215,7 +217,8 @@ pub unsafe extern "C" fn leveldb_create_iterator(
         let (Some(db), Some(o)) = (unsafe { db.as_ref() }, unsafe { options.as_ref() }) else {
             return null_mut();
         };
-        let it = db.db.iter(&o.to_engine());
+        // SAFETY: API contract: a snapshot named in `options` is unreleased.
+        let it = db.db.iter(&unsafe { o.as_engine() });
         Box::into_raw(Box::new(leveldb_iterator_t { it }))
     })
 }

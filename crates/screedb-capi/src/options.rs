@@ -104,13 +104,21 @@ impl leveldb_options_t {
 pub struct leveldb_readoptions_t {
     verify_checksums: bool,
     fill_cache: bool,
-    snapshot: Option<u64>,
+    /// Set by `leveldb_readoptions_set_snapshot`; NULL reads the latest state. Borrowed, as in
+    /// LevelDB: the caller keeps the snapshot alive (unreleased) while these options are used.
+    snapshot: *const leveldb_snapshot_t,
 }
 
 impl leveldb_readoptions_t {
-    pub(crate) fn to_engine(self) -> ReadOptions {
+    /// The engine's options for one read, borrowing the snapshot they name.
+    ///
+    /// # Safety
+    /// The snapshot set with `leveldb_readoptions_set_snapshot`, if any, has not been released
+    /// (LevelDB's contract: a snapshot stays live while read options naming it are used).
+    pub(crate) unsafe fn as_engine(&self) -> ReadOptions<'_> {
         ReadOptions {
-            snapshot: self.snapshot,
+            // SAFETY: guaranteed by the caller.
+            snapshot: unsafe { self.snapshot.as_ref() }.map(leveldb_snapshot_t::snapshot),
         }
     }
 }
@@ -282,7 +290,7 @@ pub extern "C" fn leveldb_readoptions_create() -> *mut leveldb_readoptions_t {
     boxed(leveldb_readoptions_t {
         verify_checksums: false,
         fill_cache: true,
-        snapshot: None,
+        snapshot: std::ptr::null(),
     })
 }
 
@@ -309,15 +317,16 @@ pub unsafe extern "C" fn leveldb_readoptions_set_fill_cache(o: *mut leveldb_read
     unsafe { with(o, |o| o.fill_cache = v != 0) }
 }
 
+/// Reads with `o` see the database as of `snap` (NULL: the latest state). `o` keeps the
+/// pointer, not a copy: `snap` must stay unreleased while `o` is used for a read (LevelDB's
+/// contract). A snapshot of another database makes the read fail with "Invalid argument".
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_readoptions_set_snapshot(
     o: *mut leveldb_readoptions_t,
     snap: *const leveldb_snapshot_t,
 ) {
-    // SAFETY: API contract: `snap` is NULL or a live snapshot.
-    let seq = unsafe { snap.as_ref() }.map(leveldb_snapshot_t::sequence);
     // SAFETY: API contract.
-    unsafe { with(o, |o| o.snapshot = seq) }
+    unsafe { with(o, |o| o.snapshot = snap) }
 }
 
 #[unsafe(no_mangle)]

@@ -332,3 +332,83 @@ fn many_threads_share_one_database() {
     );
     unsafe { leveldb_close(db as *mut leveldb_t) };
 }
+
+/// Key-value pairs, in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Keys and values from `leveldb_create_iterator(db, ro)`, front to back, or its error.
+fn scan(db: *mut leveldb_t, ro: *const leveldb_readoptions_t) -> Result<Pairs, String> {
+    let mut out = Vec::new();
+    // SAFETY: live handles; key and value pointers are read before the iterator moves.
+    unsafe {
+        let it = leveldb_create_iterator(db, ro);
+        leveldb_iter_seek_to_first(it);
+        while leveldb_iter_valid(it) != 0 {
+            let (mut kl, mut vl) = (0, 0);
+            let k = leveldb_iter_key(it, &mut kl);
+            let v = leveldb_iter_value(it, &mut vl);
+            out.push((
+                std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
+                std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec(),
+            ));
+            leveldb_iter_next(it);
+        }
+        let mut err = null_mut();
+        leveldb_iter_get_error(it, &mut err);
+        leveldb_iter_destroy(it);
+        take_error(&mut err).map_or(Ok(out), Err)
+    }
+}
+
+/// `leveldb_readoptions_set_snapshot` makes gets and iterators read the past; a snapshot of
+/// another database is refused with "Invalid argument" (never read at a number that means
+/// nothing there); NULL goes back to the latest state.
+#[test]
+fn a_snapshot_in_read_options_reads_the_past_and_another_databases_is_refused() {
+    let f = Fixture::new();
+    let db = f.open().unwrap();
+    f.put(db, b"k", b"old");
+    // SAFETY: live handles; each snapshot is released once, after its last use.
+    let snap = unsafe { leveldb_create_snapshot(db) };
+    f.put(db, b"k", b"new");
+    f.put(db, b"later", b"x");
+
+    // SAFETY: `snap` stays unreleased while `f.ro` names it.
+    unsafe { leveldb_readoptions_set_snapshot(f.ro, snap) };
+    assert_eq!(f.get(db, b"k").as_deref(), Some(&b"old"[..]));
+    assert_eq!(f.get(db, b"later"), None);
+    assert_eq!(
+        scan(db, f.ro).unwrap(),
+        vec![(b"k".to_vec(), b"old".to_vec())]
+    );
+
+    let g = Fixture::new();
+    let other = g.open().unwrap();
+    for i in 0..50u32 {
+        g.put(other, format!("o{i}").as_bytes(), b"y");
+    }
+    // SAFETY: live handle.
+    let foreign = unsafe { leveldb_create_snapshot(other) };
+    // SAFETY: `foreign` stays unreleased while `f.ro` names it.
+    unsafe { leveldb_readoptions_set_snapshot(f.ro, foreign) };
+    let (mut err, mut len) = (null_mut(), 99usize);
+    // SAFETY: live handles.
+    let v = unsafe { leveldb_get(db, f.ro, c"k".as_ptr(), 1, &mut len, &mut err) };
+    assert!(v.is_null());
+    assert_eq!(len, 0);
+    let msg = take_error(&mut err).unwrap();
+    assert!(msg.starts_with("Invalid argument: "), "{msg}");
+    assert!(msg.contains("another database"), "{msg}");
+    let msg = scan(db, f.ro).unwrap_err();
+    assert!(msg.starts_with("Invalid argument: "), "{msg}");
+
+    // SAFETY: NULL resets; then both snapshots are released and the databases closed.
+    unsafe {
+        leveldb_readoptions_set_snapshot(f.ro, null());
+        assert_eq!(f.get(db, b"k").as_deref(), Some(&b"new"[..]));
+        leveldb_release_snapshot(other, foreign);
+        leveldb_release_snapshot(db, snap);
+        leveldb_close(other);
+        leveldb_close(db);
+    }
+}

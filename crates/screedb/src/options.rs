@@ -6,10 +6,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::Snapshot;
 use crate::comparator::{Comparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs};
-use crate::key::SequenceNumber;
 use crate::table::{CompressionType, FilterPolicy, TableOptions};
 
 pub use crate::layout::flsm::{FlsmOptions, GuardBits};
@@ -387,10 +387,22 @@ impl WriteOptions {
 
 /// Options of one read or iterator.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReadOptions {
-    /// Read as of this snapshot's sequence (see [`crate::Snapshot::sequence`]); `None` reads the
-    /// latest state. RocksDB: `ReadOptions::snapshot`.
-    pub snapshot: Option<SequenceNumber>,
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot (see [`crate::Db::snapshot`]); `None` reads the latest state.
+    /// Borrowing it keeps it from being released while a read names it; a snapshot of
+    /// another database is refused with [`crate::Error::InvalidArgument`].
+    /// Default: `None`. RocksDB: `ReadOptions::snapshot`.
+    pub snapshot: Option<&'a Snapshot>,
+}
+
+impl<'a> ReadOptions<'a> {
+    /// Options that read as of `snapshot`.
+    #[must_use]
+    pub fn at(snapshot: &'a Snapshot) -> Self {
+        ReadOptions {
+            snapshot: Some(snapshot),
+        }
+    }
 }
 
 #[cfg(test)]

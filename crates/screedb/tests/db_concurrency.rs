@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use screedb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use screedb::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 const WRITERS: usize = 3;
 const PAIRS_PER_WRITER: usize = 40;
@@ -119,9 +119,9 @@ fn reader(db: &Db, id: u64, stop: &AtomicBool) -> u64 {
     reads
 }
 
-/// A full scan at `seq` (`None` = now), checked for order and for pairs split across versions.
-fn checked_scan(db: &Db, seq: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let ro = ReadOptions { snapshot: seq };
+/// A full scan at `snapshot` (`None` = now), checked for order and for pairs split across versions.
+fn checked_scan(db: &Db, snapshot: Option<&Snapshot>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let ro = ReadOptions { snapshot };
     let mut it = db.iter(&ro).unwrap();
     let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     it.seek_to_first();
@@ -143,7 +143,8 @@ fn checked_scan(db: &Db, seq: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
         assert_eq!(
             versions.get(&(w, other, i)),
             Some(&version),
-            "snapshot {seq:?}: pair w{w}/{i} split: {side} has version {version}"
+            "snapshot {:?}: pair w{w}/{i} split: {side} has version {version}",
+            snapshot.map(Snapshot::sequence)
         );
     }
     out
@@ -156,7 +157,7 @@ fn scanner(db: &Db, id: u64, stop: &AtomicBool, flushes: &AtomicU64) -> u64 {
     while !stop.load(Ordering::Relaxed) {
         round += 1;
         let snap = db.snapshot();
-        let first = checked_scan(db, Some(snap.sequence()));
+        let first = checked_scan(db, Some(&snap));
         thread::sleep(Duration::from_millis(10));
         if (round + id).is_multiple_of(4) {
             db.compact_range(None, None).unwrap();
@@ -164,11 +165,11 @@ fn scanner(db: &Db, id: u64, stop: &AtomicBool, flushes: &AtomicU64) -> u64 {
             db.flush().unwrap();
         }
         flushes.fetch_add(1, Ordering::Relaxed);
-        let second = checked_scan(db, Some(snap.sequence()));
+        let second = checked_scan(db, Some(&snap));
         assert!(first == second, "snapshot {} changed", snap.sequence());
         // Point reads at the snapshot agree with the scan.
         let ro = ReadOptions {
-            snapshot: Some(snap.sequence()),
+            snapshot: Some(&snap),
         };
         for (k, v) in first.iter().step_by(7) {
             assert_eq!(db.get_with(k, &ro).unwrap().as_ref(), Some(v));

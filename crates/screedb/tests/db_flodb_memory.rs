@@ -12,7 +12,7 @@ mod crash_common;
 
 use crash_common::ProcessFs;
 use screedb::fs::{FaultFs, Fs, MemFs};
-use screedb::{Db, Memory, Options, ReadOptions, WriteBatch, WriteOptions};
+use screedb::{Db, Memory, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 fn options<F: Fs + 'static>(fs: &Arc<F>) -> Options {
     Options {
@@ -24,7 +24,7 @@ fn options<F: Fs + 'static>(fs: &Arc<F>) -> Options {
     }
 }
 
-fn all(db: &Db, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn all(db: &Db, snapshot: Option<&Snapshot>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db.iter(&ReadOptions { snapshot }).unwrap();
     it.seek_to_first();
     let mut out = Vec::new();
@@ -33,12 +33,6 @@ fn all(db: &Db, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
         it.next();
     }
     out
-}
-
-fn at(seq: u64) -> ReadOptions {
-    ReadOptions {
-        snapshot: Some(seq),
-    }
 }
 
 #[test]
@@ -61,11 +55,11 @@ fn hot_key_overwrites_keep_what_snapshots_read() {
     assert_eq!(db.get("hot").unwrap(), None);
     for (s, i) in &snaps {
         assert_eq!(
-            db.get_with("hot", &at(s.sequence())).unwrap(),
+            db.get_with("hot", &ReadOptions::at(s)).unwrap(),
             Some(i.to_string().into_bytes())
         );
         assert_eq!(
-            all(&db, Some(s.sequence())),
+            all(&db, Some(s)),
             vec![(b"hot".to_vec(), i.to_string().into_bytes())]
         );
     }
@@ -97,7 +91,7 @@ fn full_membuffer_falls_back_to_the_skiplist() {
         );
     }
     assert_eq!(all(&db, None).len(), 500);
-    assert!(all(&db, Some(snap.sequence())).is_empty());
+    assert!(all(&db, Some(&snap)).is_empty());
 }
 
 #[test]
@@ -267,15 +261,11 @@ fn random_operations_match_a_model_with_snapshots() {
                     let i = rng.below(snaps.len() as u64) as usize;
                     let (s, m) = &snaps[i];
                     assert_eq!(
-                        db.get_with(&key, &at(s.sequence())).unwrap().as_ref(),
+                        db.get_with(&key, &ReadOptions::at(s)).unwrap().as_ref(),
                         m.get(key.as_bytes())
                     );
                     let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                    assert_eq!(
-                        all(&db, Some(s.sequence())),
-                        want,
-                        "seed {seed} step {step}"
-                    );
+                    assert_eq!(all(&db, Some(s)), want, "seed {seed} step {step}");
                 }
                 90..=92 if !snaps.is_empty() => {
                     let i = rng.below(snaps.len() as u64) as usize;

@@ -392,7 +392,7 @@ fn run(seed: u64, steps: usize, path: &Path, fs: Option<Arc<MemFs>>) -> Harness 
                     let i = rng.below(h.snapshots.len());
                     let (snap, m) = &h.snapshots[i];
                     let ro = ReadOptions {
-                        snapshot: Some(snap.sequence()),
+                        snapshot: Some(snap),
                     };
                     for _ in 0..5 {
                         let k = pick(&mut rng);
@@ -558,7 +558,7 @@ fn finish(mut h: Harness) {
     drop(it);
     for (snap, m) in &h.snapshots {
         let ro = ReadOptions {
-            snapshot: Some(snap.sequence()),
+            snapshot: Some(snap),
         };
         let mut it = db.iter(&ro).unwrap();
         assert_pairs(

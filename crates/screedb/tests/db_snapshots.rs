@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use screedb::fs::{Fs, MemFs};
-use screedb::{Db, Options, ReadOptions};
+use screedb::{Db, Error, Options, ReadOptions};
 
 fn options(fs: &Arc<MemFs>) -> Options {
     Options {
@@ -21,13 +21,7 @@ fn options(fs: &Arc<MemFs>) -> Options {
     }
 }
 
-fn at(seq: u64) -> ReadOptions {
-    ReadOptions {
-        snapshot: Some(seq),
-    }
-}
-
-fn scan(db: &Db, ro: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn scan(db: &Db, ro: &ReadOptions<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db.iter(ro).unwrap();
     let mut out = Vec::new();
     it.seek_to_first();
@@ -54,6 +48,55 @@ fn total_bytes(db: &Db) -> u64 {
     db.stats().bytes_per_level.iter().sum()
 }
 
+/// A snapshot names a point in its own database's history only: another database's (even one
+/// reopened from the same directory) is refused, never read at a number that means nothing.
+#[test]
+fn a_snapshot_of_another_database_is_invalid_argument() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/a", options(&fs)).unwrap();
+    let other = Db::open("/b", options(&fs)).unwrap();
+    db.put("k", "v").unwrap();
+    for i in 0..100 {
+        other.put(format!("k{i}"), "x").unwrap();
+    }
+    // Past `db`'s last sequence: read there, it would see writes not yet made.
+    let foreign = other.snapshot();
+    let is_invalid = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
+    assert!(is_invalid(
+        db.get_with("k", &ReadOptions::at(&foreign)).map(drop)
+    ));
+    assert!(is_invalid(db.iter(&ReadOptions::at(&foreign)).map(drop)));
+    let msg = db
+        .get_with("k", &ReadOptions::at(&foreign))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("another database"), "{msg}");
+    // Its own database still reads at it.
+    assert_eq!(
+        other
+            .get_with("k7", &ReadOptions::at(&foreign))
+            .unwrap()
+            .as_deref(),
+        Some(&b"x"[..])
+    );
+
+    // The same directory reopened is another database: the old handle's snapshot is refused.
+    let mine = db.snapshot();
+    assert_eq!(
+        db.get_with("k", &ReadOptions::at(&mine))
+            .unwrap()
+            .as_deref(),
+        Some(&b"v"[..])
+    );
+    db.close().unwrap();
+    let reopened = Db::open("/a", options(&fs)).unwrap();
+    assert!(is_invalid(
+        reopened.get_with("k", &ReadOptions::at(&mine)).map(drop)
+    ));
+    drop(mine);
+    assert_eq!(reopened.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
 #[test]
 fn snapshot_keeps_overwritten_and_deleted_value_across_full_compaction() {
     let fs = Arc::new(MemFs::new());
@@ -70,12 +113,12 @@ fn snapshot_keeps_overwritten_and_deleted_value_across_full_compaction() {
     db.wait_for_idle().unwrap();
 
     assert_eq!(db.get("k").unwrap(), None);
-    let old = db.get_with("k", &at(snap.sequence())).unwrap();
+    let old = db.get_with("k", &ReadOptions::at(&snap)).unwrap();
     assert_eq!(old.as_deref(), Some(&b"v1"[..]));
-    let mid = db.get_with("k", &at(snap2.sequence())).unwrap();
+    let mid = db.get_with("k", &ReadOptions::at(&snap2)).unwrap();
     assert_eq!(mid.as_deref(), Some(&b"v2"[..]));
     assert_eq!(
-        scan(&db, &at(snap.sequence())),
+        scan(&db, &ReadOptions::at(&snap)),
         vec![
             (b"k".to_vec(), b"v1".to_vec()),
             (b"other".to_vec(), b"o".to_vec())
@@ -122,7 +165,7 @@ fn old_versions_are_dropped_once_the_snapshot_is_released() {
     // Both versions survive: at least ~2 x 200 KB.
     assert!(with_snapshot > 380_000, "{with_snapshot}");
     assert_eq!(
-        db.get_with("key0007", &at(snap.sequence())).unwrap(),
+        db.get_with("key0007", &ReadOptions::at(&snap)).unwrap(),
         Some(value(1, 7))
     );
 

@@ -79,7 +79,7 @@ fn run(dir: &Path, o: &Options, seed: u64, steps: usize) -> Vec<String> {
                 let before = model.get(&k).cloned();
                 db.put(&k, b"after-snapshot").unwrap();
                 let read = ReadOptions {
-                    snapshot: Some(snap.sequence()),
+                    snapshot: Some(&snap),
                 };
                 assert_eq!(
                     db.get_with(&k, &read).unwrap(),

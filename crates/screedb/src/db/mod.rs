@@ -190,23 +190,23 @@ impl Db {
         self.get_with(key, &ReadOptions::default())
     }
 
-    /// The value of `key` as of `options.snapshot` (or now).
+    /// The value of `key` as of `options.snapshot` (or now). A snapshot of another database is
+    /// [`Error::InvalidArgument`].
     pub fn get_with(
         &self,
         key: impl AsRef<[u8]>,
-        options: &ReadOptions,
+        options: &ReadOptions<'_>,
     ) -> Result<Option<Vec<u8>>> {
         let inner = &self.inner;
         inner.check_open()?;
         let key = key.as_ref();
+        let snapshot = inner.snapshot_sequence(options)?;
         // The sequence before the super version: every write it covers is then in a memtable
         // of this super version or in its tables.
-        let seq = options
-            .snapshot
-            .unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        let seq = snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
         let sv = inner.super_version.load_full();
         for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-            if options.snapshot.is_none() && mem.has_membuffer() {
+            if snapshot.is_none() && mem.has_membuffer() {
                 // A version older than the newest may have been overwritten in place, so a read
                 // of the latest state takes the newest, once its write group is published (the
                 // leader does that right after inserting). See `docs/memory.md`.
@@ -246,17 +246,19 @@ impl Db {
     }
 
     /// A cursor over the database as of `options.snapshot` (or now). It starts unpositioned:
-    /// call a seek method first.
-    pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
+    /// call a seek method first. It pins what it reads, so it may outlive the snapshot. A
+    /// snapshot of another database is [`Error::InvalidArgument`].
+    pub fn iter(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
         let inner = &self.inner;
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
+        let snapshot = inner.snapshot_sequence(options)?;
         // Register the read sequence (so no buffered version it can see is overwritten in
         // place), move the membuffers' entries up to it into the skiplists, then iterate the
         // skiplists only. See `docs/memory.md`.
-        let pin = (options.snapshot.is_none() && inner.options.memory == Memory::Flodb)
+        let pin = (snapshot.is_none() && inner.options.memory == Memory::Flodb)
             .then(|| inner.snapshots.acquire_current(&inner.visible_sequence));
-        let seq = match (&pin, options.snapshot) {
+        let seq = match (&pin, snapshot) {
             (Some(p), _) => p.sequence(),
             (None, Some(s)) => s,
             (None, None) => inner.visible_sequence.load(Ordering::Acquire),
@@ -479,6 +481,21 @@ impl DbInner {
                 flsm.seek_compaction_threshold
             }
             Layout::Flsm(_) | Layout::Leveled => 0,
+        }
+    }
+
+    /// The sequence `options` reads at when it names a snapshot. A snapshot of another
+    /// database is refused: its number means nothing here (it may lie past this database's
+    /// last sequence, or pin nothing against compaction).
+    fn snapshot_sequence(&self, options: &ReadOptions<'_>) -> Result<Option<key::SequenceNumber>> {
+        match options.snapshot {
+            None => Ok(None),
+            Some(s) if s.is_of(&self.snapshots) => Ok(Some(s.sequence())),
+            Some(_) => Err(Error::invalid(format!(
+                "ReadOptions::snapshot was taken from another database, not from {}; take it \
+                 with the Db being read",
+                self.dir.display()
+            ))),
         }
     }
 

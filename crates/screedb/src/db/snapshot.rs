@@ -49,8 +49,9 @@ impl SnapshotList {
     }
 }
 
-/// A point-in-time view of the database, released when dropped. Pass its sequence in
-/// [`crate::ReadOptions::snapshot`] to read as of that moment.
+/// A point-in-time view of the database, released when dropped. Name it in
+/// [`crate::ReadOptions::snapshot`] (or use [`crate::ReadOptions::at`]) to read as of that
+/// moment; only the database that took it accepts it.
 #[derive(Debug)]
 pub struct Snapshot {
     seq: SequenceNumber,
@@ -61,6 +62,11 @@ impl Snapshot {
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SequenceNumber {
         self.seq
+    }
+
+    /// True iff this snapshot was taken from the database whose list is `list`.
+    pub(super) fn is_of(&self, list: &Arc<SnapshotList>) -> bool {
+        Arc::ptr_eq(&self.list, list)
     }
 }
 
