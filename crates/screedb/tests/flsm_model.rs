@@ -32,16 +32,19 @@ fn options(layout: Layout, dense: bool, max_per_guard: usize) -> Options {
         fs: Arc::new(MemFs::new()),
         ..Options::default()
     };
-    o.layout.flsm_mut().unwrap().max_sstables_per_guard = max_per_guard;
+    let Some(flsm) = o.layout.flsm_mut() else {
+        return o;
+    };
+    flsm.max_sstables_per_guard = max_per_guard;
     if dense {
         // A guard every ~8 keys at level 1, every ~2 at the last level.
-        o.layout.flsm_mut().unwrap().guard_bits = GuardBits::Fixed {
+        flsm.guard_bits = GuardBits::Fixed {
             top_level_bits: 3,
             bit_decrement: 1,
         };
         // Reads trigger seek compactions (in-place guard merges at random points: a few per run).
-        o.layout.flsm_mut().unwrap().seek_compaction_threshold = 2;
-        o.layout.flsm_mut().unwrap().seek_compaction_budget_percent = 50;
+        flsm.seek_compaction_threshold = 2;
+        flsm.seek_compaction_budget_percent = 50;
     }
     o
 }
