@@ -556,4 +556,48 @@ mod tests {
         assert_eq!(buf, golden);
         assert_eq!(VersionEdit::decode(&golden, &path(), 0).unwrap(), edit);
     }
+
+    /// Freezes tags 12 and 13: a table with an end checksum is framed with its format.
+    #[test]
+    fn golden_bytes_of_framed_tables() {
+        let meta = FileMeta {
+            number: 6,
+            file_size: 0x10,
+            end_checksum: Some(0x0403_0201),
+            ..FileMeta::default()
+        };
+        let edit = VersionEdit {
+            new_files: vec![(1, meta.clone())],
+            grown_files: vec![(2, meta)],
+            ..VersionEdit::default()
+        };
+        #[rustfmt::skip]
+        let fields: Vec<u8> = vec![
+            0,                                          //   format 0 (sorted)
+            6, 0, 0, 0, 0, 0, 0, 0,                     //   number 6
+            0x10, 0, 0, 0, 0, 0, 0, 0,                  //   extent 16
+            0, 0, 0, 0,                                 //   smallest ""
+            0, 0, 0, 0,                                 //   largest ""
+            0, 0, 0, 0, 0, 0, 0, 0,                     //   smallest seq
+            0, 0, 0, 0, 0, 0, 0, 0,                     //   largest seq
+            0, 0, 0, 0, 0, 0, 0, 0,                     //   entries
+            0, 0, 0, 0, 0, 0, 0, 0,                     //   deletions
+            1, 1, 2, 3, 4,                              //   end checksum 0x04030201
+        ];
+        let mut golden = vec![12, 1, 0, 0, 0];
+        golden.extend_from_slice(&fields);
+        golden.extend_from_slice(&[13, 2, 0, 0, 0]);
+        golden.extend_from_slice(&fields);
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        assert_eq!(buf, golden);
+        assert_eq!(VersionEdit::decode(&golden, &path(), 0).unwrap(), edit);
+        // An unknown format code is corruption naming the code.
+        golden[5] = 9;
+        let err = VersionEdit::decode(&golden, &path(), 0).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown table format code 9"),
+            "{err}"
+        );
+    }
 }

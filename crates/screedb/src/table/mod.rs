@@ -21,6 +21,8 @@ mod block_search;
 mod builder;
 mod cache;
 mod compression;
+#[cfg(test)]
+mod conformance_tests;
 mod filter;
 mod filter_policy;
 mod format;

@@ -32,6 +32,16 @@ pub enum TableFormat {
 }
 
 impl TableFormat {
+    /// Every format, in code order (the conformance suite runs over all of them).
+    pub const ALL: [TableFormat; 1] = [TableFormat::Sorted];
+
+    /// True when the file stores entries in key order, so offsets grow with keys.
+    pub fn keeps_key_order(self) -> bool {
+        match self {
+            TableFormat::Sorted => true,
+        }
+    }
+
     /// The frozen on-disk code.
     pub fn code(self) -> u8 {
         match self {
@@ -41,10 +51,7 @@ impl TableFormat {
 
     /// The format of an on-disk code, if it is one this build knows.
     pub fn from_code(code: u8) -> Option<TableFormat> {
-        match code {
-            0 => Some(TableFormat::Sorted),
-            _ => None,
-        }
+        TableFormat::ALL.into_iter().find(|f| f.code() == code)
     }
 
     /// The format whose footer ends with `magic`.

@@ -154,3 +154,7 @@ impl<'a> VersionBuilder<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "builder_tests.rs"]
+mod tests;
