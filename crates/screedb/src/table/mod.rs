@@ -26,6 +26,7 @@ mod conformance_tests;
 mod filter;
 mod filter_policy;
 mod format;
+mod htable;
 mod properties;
 mod reader;
 mod seam;
@@ -45,6 +46,11 @@ pub use filter_policy::{
     CUSTOM_FILTER_PREFIX, CustomFilterBuilder, FilterPolicy, custom_filter_block_name,
 };
 pub use format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
+pub use htable::{
+    BUCKET_TAIL_LEN, HProbe, HTABLE_FOOTER_LEN, HTABLE_FORMAT_VERSION, HTABLE_MAGIC, HTable,
+    HTableBuilder, HTableIterator, HTableOptions, HTableProperties, HTableStats, KeyHash,
+    MAX_TRIE_DEPTH, NO_MIGRATION, bucket_count_for, is_htable,
+};
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
 pub use seam::{

@@ -1,0 +1,376 @@
+//! Writes an HTable: collects entries in memory (any order), places them at `finish`.
+//!
+//! Order of the file (see `mod.rs`): buckets 0..n, overflow area, overflow index, filter block,
+//! migration block, properties, footer. The file is synced before `finish` returns.
+
+use std::cmp::Reverse;
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{self, TRAILER_LEN, ValueKind};
+use crate::table::BlockHandle;
+use crate::table::CompressionType;
+use crate::table::format::block_trailer;
+
+use super::format::{self, BucketTail, HFooter, OverflowRecord, put_entry, seal_bucket};
+use super::hash::{KeyHash, filter_add, probes_for};
+use super::migration::{Group, Place, plan};
+use super::{BUCKET_TAIL_LEN, HTableOptions, HTableProperties, NO_MIGRATION};
+
+/// One collected entry; its key and value live in the builder's arena.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    hash: KeyHash,
+    bucket: u32,
+    at: usize,
+    klen: u32,
+    vlen: u32,
+    trailer: u64,
+}
+
+/// Builds one HTable file. Entries may be added in any order.
+pub struct HTableBuilder {
+    opts: HTableOptions,
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    arena: Vec<u8>,
+    entries: Vec<Pending>,
+    item_bytes: u64,
+}
+
+impl fmt::Debug for HTableBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HTableBuilder")
+            .field("path", &self.path)
+            .field("num_entries", &self.entries.len())
+            .field("item_bytes", &self.item_bytes)
+            .finish()
+    }
+}
+
+impl HTableBuilder {
+    /// A builder writing to `file` (named `path` in errors). Options are checked by `finish`.
+    pub fn new(opts: HTableOptions, file: Box<dyn WritableFile>, path: PathBuf) -> Self {
+        HTableBuilder {
+            opts,
+            file,
+            path,
+            arena: Vec::new(),
+            entries: Vec::new(),
+            item_bytes: 0,
+        }
+    }
+
+    /// Adds one entry: internal key (user key + trailer) and value. Any order; several versions
+    /// of one user key are all kept. An internal key without a valid trailer is
+    /// [`Error::InvalidArgument`].
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: bad internal key of {} bytes",
+                self.path.display(),
+                ikey.len()
+            ))
+        })?;
+        key::check_key_value(parsed.user_key, value)?;
+        let hash = KeyHash::of(self.opts.hash_seed, parsed.user_key);
+        let at = self.arena.len();
+        self.arena.extend_from_slice(parsed.user_key);
+        self.arena.extend_from_slice(value);
+        self.entries.push(Pending {
+            hash,
+            bucket: hash.bucket(self.opts.num_buckets),
+            at,
+            klen: parsed.user_key.len() as u32,
+            vlen: value.len() as u32,
+            trailer: key::trailer(ikey),
+        });
+        self.item_bytes += format::entry_len(parsed.user_key.len(), value.len()) as u64;
+        Ok(())
+    }
+
+    /// Encoded bytes of the entries added so far.
+    pub fn estimated_bytes(&self) -> u64 {
+        self.item_bytes
+    }
+
+    /// Bytes the buckets can hold: `num_buckets * (bucket_bytes - 16)`.
+    pub fn capacity_bytes(&self) -> u64 {
+        u64::from(self.opts.num_buckets)
+            * self.opts.bucket_bytes.saturating_sub(BUCKET_TAIL_LEN) as u64
+    }
+
+    /// True once `estimated_bytes` reaches `fill_percent` of `capacity_bytes`: time to finish.
+    pub fn is_full(&self) -> bool {
+        self.item_bytes * 100 >= self.capacity_bytes() * u64::from(self.opts.fill_percent)
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.entries.len() as u64
+    }
+
+    fn user_key(&self, e: &Pending) -> &[u8] {
+        self.arena
+            .get(e.at..e.at + e.klen as usize)
+            .unwrap_or_default()
+    }
+
+    fn value(&self, e: &Pending) -> &[u8] {
+        let start = e.at + e.klen as usize;
+        self.arena
+            .get(start..start + e.vlen as usize)
+            .unwrap_or_default()
+    }
+
+    fn encode_group(&self, range: &[Pending], out: &mut Vec<u8>) {
+        for e in range {
+            put_entry(out, self.user_key(e), e.trailer, self.value(e));
+        }
+    }
+
+    /// Places the entries, writes and syncs the file, and returns its properties.
+    pub fn finish(mut self) -> Result<HTableProperties> {
+        let bucket_bytes = self.opts.bucket_bytes;
+        let n = self.opts.num_buckets;
+        if !format::valid_bucket_bytes(bucket_bytes) || n == 0 {
+            return Err(Error::invalid(format!(
+                "HTable of {n} buckets of {bucket_bytes} bytes: buckets must be a power of two in 512..=65536 and at least one"
+            )));
+        }
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_by(|a, b| {
+            (a.bucket, self.user_key(a), Reverse(a.trailer)).cmp(&(
+                b.bucket,
+                self.user_key(b),
+                Reverse(b.trailer),
+            ))
+        });
+        // Groups: runs of one user key.
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for i in 0..entries.len() {
+            match spans.last_mut() {
+                Some((_, end))
+                    if self.user_key(&entries[i]) == self.user_key(&entries[*end - 1]) =>
+                {
+                    *end += 1
+                }
+                _ => spans.push((i, i + 1)),
+            }
+        }
+        let groups: Vec<Group> = spans
+            .iter()
+            .map(|&(s, e)| Group {
+                bucket: entries[s].bucket,
+                rank: entries[s].hash.rank(),
+                bytes: entries[s..e]
+                    .iter()
+                    .map(|p| format::entry_len(p.klen as usize, p.vlen as usize) as u64)
+                    .sum(),
+            })
+            .collect();
+        let capacity = (bucket_bytes - BUCKET_TAIL_LEN) as u64;
+        let placed = plan(n, capacity, (bucket_bytes / 8) as u64, &groups);
+        let mut props = self.properties_of(&entries, &spans, &placed.place);
+        let mut offset = 0u64;
+
+        // Buckets.
+        let mut lists: Vec<Vec<usize>> = vec![Vec::new(); n as usize];
+        for (gi, p) in placed.place.iter().enumerate() {
+            if let Place::Bucket(d) = p
+                && let Some(l) = lists.get_mut(*d as usize)
+            {
+                l.push(gi);
+            }
+        }
+        let mut rec_iter = placed.records.iter().peekable();
+        let mut buf = Vec::with_capacity(bucket_bytes);
+        for (b, list) in lists.iter_mut().enumerate() {
+            list.sort_by(|&x, &y| {
+                self.user_key(&entries[spans[x].0])
+                    .cmp(self.user_key(&entries[spans[y].0]))
+            });
+            buf.clear();
+            let mut count = 0usize;
+            for &gi in list.iter() {
+                let (s, e) = spans[gi];
+                self.encode_group(&entries[s..e], &mut buf);
+                count += e - s;
+            }
+            let used = buf.len();
+            buf.resize(bucket_bytes, 0);
+            let (dst, mark) = match rec_iter.next_if(|r| r.bucket == b as u32) {
+                Some(r) => (r.dst, r.mark),
+                None => (NO_MIGRATION, 0),
+            };
+            let tail = BucketTail {
+                dst,
+                mark,
+                used: used as u16,
+                count: count as u16,
+            };
+            seal_bucket(&mut buf, b as u32, tail);
+            self.file.append(&buf)?;
+            offset += bucket_bytes as u64;
+        }
+
+        // Overflow area and its index.
+        let mut over: Vec<usize> = (0..groups.len())
+            .filter(|&g| placed.place[g] == Place::Overflow)
+            .collect();
+        over.sort_by_key(|&g| (groups[g].bucket, groups[g].rank));
+        let overflow_start = offset;
+        let mut index = Vec::with_capacity(over.len() * format::OVERFLOW_RECORD_LEN);
+        for &gi in &over {
+            buf.clear();
+            let (s, e) = spans[gi];
+            self.encode_group(&entries[s..e], &mut buf);
+            OverflowRecord {
+                bucket: groups[gi].bucket,
+                rank: groups[gi].rank,
+                offset,
+                len: buf.len() as u32,
+                crc: crate::checksum::mask(crate::checksum::crc32c(&buf)),
+            }
+            .encode_to(&mut index);
+            self.file.append(&buf)?;
+            offset += buf.len() as u64;
+        }
+        let overflow = BlockHandle {
+            offset: overflow_start,
+            size: offset - overflow_start,
+        };
+        let overflow_index = self.write_block(&index, &mut offset)?;
+
+        // Filters: every distinct key in its home bucket's filter, wherever it is stored.
+        let filter_data = self.filter_block(n, &entries, &spans);
+        let filter = self.write_block(&filter_data, &mut offset)?;
+        let mut mig = Vec::with_capacity(placed.records.len() * format::MIGRATION_RECORD_LEN);
+        for r in &placed.records {
+            r.encode_to(&mut mig);
+        }
+        let migration = self.write_block(&mig, &mut offset)?;
+        let properties = self.write_block(&format::encode_properties(&props), &mut offset)?;
+        let footer = HFooter {
+            num_buckets: n,
+            bucket_bytes: bucket_bytes as u32,
+            overflow,
+            overflow_index,
+            filter,
+            migration,
+            properties,
+        };
+        self.file.append(&footer.encode())?;
+        offset += super::HTABLE_FOOTER_LEN as u64;
+        self.file.sync()?;
+        props.num_buckets = n;
+        props.bucket_bytes = bucket_bytes as u32;
+        props.num_migrations = placed.records.len() as u64;
+        props.overflow_groups = over.len() as u64;
+        props.overflow_bytes = overflow.size;
+        props.filter_bytes = filter.size + 5;
+        props.file_size = offset;
+        Ok(props)
+    }
+
+    fn write_block(&mut self, data: &[u8], offset: &mut u64) -> Result<BlockHandle> {
+        let h = BlockHandle {
+            offset: *offset,
+            size: data.len() as u64,
+        };
+        self.file.append(data)?;
+        self.file
+            .append(&block_trailer(data, CompressionType::None))?;
+        *offset += data.len() as u64 + 5;
+        Ok(h)
+    }
+
+    fn filter_block(&self, n: u32, entries: &[Pending], spans: &[(usize, usize)]) -> Vec<u8> {
+        let k = probes_for(self.opts.filter_bits_per_key);
+        let mut keys_per_bucket = vec![0u64; n as usize];
+        for &(s, _) in spans {
+            if let Some(c) = keys_per_bucket.get_mut(entries[s].bucket as usize) {
+                *c += 1;
+            }
+        }
+        let mut offsets = Vec::with_capacity(n as usize + 1);
+        let mut total = 0u64;
+        offsets.push(0u32);
+        for &c in &keys_per_bucket {
+            if k > 0 {
+                total += (c * u64::from(self.opts.filter_bits_per_key)).div_ceil(8);
+            }
+            offsets.push(total as u32);
+        }
+        let mut bits = vec![0u8; total as usize];
+        for &(s, _) in spans {
+            let b = entries[s].bucket as usize;
+            let (lo, hi) = (offsets[b] as usize, offsets[b + 1] as usize);
+            if let Some(f) = bits.get_mut(lo..hi) {
+                filter_add(f, k, &entries[s].hash);
+            }
+        }
+        let mut out = Vec::with_capacity(4 + 4 * offsets.len() + bits.len());
+        crate::coding::put_u32(&mut out, k);
+        for o in offsets {
+            crate::coding::put_u32(&mut out, o);
+        }
+        out.extend_from_slice(&bits);
+        out
+    }
+
+    fn properties_of(
+        &self,
+        entries: &[Pending],
+        spans: &[(usize, usize)],
+        place: &[Place],
+    ) -> HTableProperties {
+        let mut p = HTableProperties {
+            hash_seed: self.opts.hash_seed,
+            item_bytes: self.item_bytes,
+            ..Default::default()
+        };
+        p.num_entries = entries.len() as u64;
+        p.distinct_keys = spans.len() as u64;
+        p.smallest_seq = entries.iter().map(|e| e.trailer >> 8).min().unwrap_or(0);
+        p.largest_seq = entries.iter().map(|e| e.trailer >> 8).max().unwrap_or(0);
+        for e in entries {
+            p.raw_key_bytes += u64::from(e.klen) + TRAILER_LEN as u64;
+            p.raw_value_bytes += u64::from(e.vlen);
+            if e.trailer & 0xff == ValueKind::Deletion as u64 {
+                p.num_deletions += 1;
+            }
+        }
+        for (&(s, e), pl) in spans.iter().zip(place) {
+            let moved = match pl {
+                Place::Overflow => {
+                    p.overflow_entries += (e - s) as u64;
+                    continue;
+                }
+                Place::Bucket(d) => *d != entries[s].bucket,
+            };
+            if moved {
+                p.migrated_entries += (e - s) as u64;
+            }
+        }
+        // Smallest internal key: smallest user key, newest version; largest: the reverse.
+        let ikey = |e: &Pending| {
+            let mut k = self.user_key(e).to_vec();
+            k.extend_from_slice(&e.trailer.to_le_bytes());
+            k
+        };
+        let min = spans
+            .iter()
+            .map(|&(s, _)| s)
+            .min_by(|&a, &b| self.user_key(&entries[a]).cmp(self.user_key(&entries[b])));
+        let max = spans
+            .iter()
+            .map(|&(_, e)| e - 1)
+            .max_by(|&a, &b| self.user_key(&entries[a]).cmp(self.user_key(&entries[b])));
+        p.smallest_key = min.map(|i| ikey(&entries[i])).unwrap_or_default();
+        p.largest_key = max.map(|i| ikey(&entries[i])).unwrap_or_default();
+        p
+    }
+}

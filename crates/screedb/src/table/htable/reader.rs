@@ -1,0 +1,420 @@
+//! Reads an HTable: open loads the footer, filters, migration records, overflow index and
+//! properties into memory (all checksummed); a probe then reads exactly one bucket.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::coding::get_u32;
+use crate::comparator::{InternalKeyComparator, default_comparator};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key::ValueKind;
+use crate::table::format::read_block;
+use crate::table::{Block, BlockBuilder, BlockCache, BlockHandle};
+
+use super::format::{self, Entry, HFooter, MigrationRecord, OverflowRecord};
+use super::hash::{KeyHash, MAX_FILTER_PROBES, filter_may_contain};
+use super::migration::rank_at;
+use super::{HProbe, HTABLE_FOOTER_LEN, HTableOptions, HTableProperties, HTableStats};
+
+/// The per-bucket filters, in memory.
+struct Filters {
+    probes: u32,
+    offsets: Vec<u32>,
+    bits: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Counters {
+    probes: AtomicU64,
+    filter_rejections: AtomicU64,
+    bucket_reads: AtomicU64,
+    overflow_reads: AtomicU64,
+}
+
+/// An open HTable; `Send + Sync`, shared as `Arc<HTable>`.
+pub struct HTable {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    file_number: u64,
+    opts: HTableOptions,
+    footer: HFooter,
+    props: HTableProperties,
+    filters: Filters,
+    migrations: Vec<MigrationRecord>,
+    overflow: Vec<OverflowRecord>,
+    block_cache: Option<Arc<BlockCache>>,
+    icmp: InternalKeyComparator,
+    counters: Counters,
+}
+
+impl fmt::Debug for HTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HTable")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("num_buckets", &self.footer.num_buckets)
+            .field("num_entries", &self.props.num_entries)
+            .finish()
+    }
+}
+
+impl HTable {
+    /// Opens the HTable `file` (named `path`, number `file_number` in the block cache). Checks
+    /// the footer, loads and checks the filter, migration, overflow-index and properties blocks
+    /// (always checksum-verified), and refuses a table built with another hash seed than
+    /// `opts.hash_seed`. `opts.bucket_bytes` and `num_buckets` are ignored: the file says.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        file_number: u64,
+        opts: HTableOptions,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Result<HTable> {
+        let size = file.size();
+        let path: Arc<Path> = Arc::from(path);
+        let footer_len = HTABLE_FOOTER_LEN as u64;
+        if size < footer_len {
+            return Err(Error::corruption(
+                &*path,
+                0,
+                format!("file of {size} bytes is too short to hold an HTable footer"),
+            ));
+        }
+        let tail = file.read_vec(size - footer_len, HTABLE_FOOTER_LEN)?;
+        let footer = HFooter::decode(&tail, &path, size)?;
+        let n = footer.num_buckets;
+        let read = |h: BlockHandle| read_block(&*file, &path, h, true);
+        let bad = |h: BlockHandle, reason: String| Error::corruption(&*path, h.offset, reason);
+
+        let data = read(footer.properties)?;
+        let mut props = format::decode_properties(&data)
+            .ok_or_else(|| bad(footer.properties, "properties block does not decode".into()))?;
+        if props.hash_seed != opts.hash_seed {
+            return Err(Error::invalid(format!(
+                "{} was built with hash seed {:#x}, opened with {:#x}",
+                path.display(),
+                props.hash_seed,
+                opts.hash_seed
+            )));
+        }
+
+        let data = read(footer.filter)?;
+        let filters = decode_filters(&data, n)
+            .ok_or_else(|| bad(footer.filter, "filter block does not decode".into()))?;
+
+        let data = read(footer.migration)?;
+        let migrations =
+            decode_records(&data, format::MIGRATION_RECORD_LEN, MigrationRecord::decode)
+                .filter(|r| {
+                    r.windows(2).all(|w| w[0].bucket < w[1].bucket)
+                        && r.iter()
+                            .all(|m| m.bucket < n && m.dst < n && m.dst != m.bucket)
+                })
+                .ok_or_else(|| bad(footer.migration, "migration block does not decode".into()))?;
+
+        let data = read(footer.overflow_index)?;
+        let area = footer.overflow;
+        let overflow = decode_records(&data, format::OVERFLOW_RECORD_LEN, OverflowRecord::decode)
+            .filter(|r| {
+                r.windows(2).all(|w| {
+                    (w[0].bucket, w[0].rank, w[0].offset) < (w[1].bucket, w[1].rank, w[1].offset)
+                }) && r.iter().all(|o| {
+                    o.bucket < n
+                        && o.offset >= area.offset
+                        && o.offset + u64::from(o.len) <= area.offset + area.size
+                })
+            })
+            .ok_or_else(|| {
+                bad(
+                    footer.overflow_index,
+                    "overflow index does not decode".into(),
+                )
+            })?;
+
+        props.num_buckets = n;
+        props.bucket_bytes = footer.bucket_bytes;
+        props.num_migrations = migrations.len() as u64;
+        props.overflow_groups = overflow.len() as u64;
+        props.overflow_bytes = footer.overflow.size;
+        props.filter_bytes = footer.filter.size + 5;
+        props.file_size = size;
+        Ok(HTable {
+            file,
+            path,
+            file_number,
+            opts,
+            footer,
+            props,
+            filters,
+            migrations,
+            overflow,
+            block_cache,
+            icmp: InternalKeyComparator::new(default_comparator()),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &HTableProperties {
+        &self.props
+    }
+
+    /// The table's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Counters since open (relaxed atomic counters, read here as one snapshot).
+    pub fn stats(&self) -> HTableStats {
+        let c = &self.counters;
+        HTableStats {
+            probes: c.probes.load(Ordering::Relaxed),
+            filter_rejections: c.filter_rejections.load(Ordering::Relaxed),
+            bucket_reads: c.bucket_reads.load(Ordering::Relaxed),
+            overflow_reads: c.overflow_reads.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Bytes of metadata held in memory: filters, migration records, overflow index, properties.
+    pub fn metadata_bytes(&self) -> u64 {
+        let f = &self.filters;
+        let props = self.props.smallest_key.len()
+            + self.props.largest_key.len()
+            + size_of::<HTableProperties>();
+        (f.bits.len()
+            + 4 * f.offsets.len()
+            + size_of::<MigrationRecord>() * self.migrations.len()
+            + size_of::<OverflowRecord>() * self.overflow.len()
+            + props
+            + size_of::<HTable>()) as u64
+    }
+
+    /// True unless the bucket filter of `bucket` rules the key out.
+    pub(super) fn filter_passes(&self, bucket: u32, hash: &KeyHash) -> bool {
+        let f = &self.filters;
+        let b = bucket as usize;
+        let (lo, hi) = (f.offsets.get(b).copied(), f.offsets.get(b + 1).copied());
+        let bits = lo
+            .zip(hi)
+            .and_then(|(lo, hi)| f.bits.get(lo as usize..hi as usize))
+            .unwrap_or_default();
+        filter_may_contain(bits, f.probes, hash)
+    }
+
+    /// The newest entry of `user_key` with `seq <= snapshot`. `hash` must be
+    /// `KeyHash::of(seed, user_key)` for this table's seed. Reads one bucket after the filter
+    /// passes, or the key's overflow group when the in-memory overflow index holds it.
+    pub fn probe(&self, hash: &KeyHash, user_key: &[u8], snapshot: u64) -> Result<HProbe> {
+        let c = &self.counters;
+        c.probes.fetch_add(1, Ordering::Relaxed);
+        let n = self.footer.num_buckets;
+        let home = hash.bucket(n);
+        if !self.filter_passes(home, hash) {
+            c.filter_rejections.fetch_add(1, Ordering::Relaxed);
+            return Ok(HProbe::Filtered);
+        }
+        let rank = hash.rank();
+        let lo = self
+            .overflow
+            .partition_point(|o| (o.bucket, o.rank) < (home, rank));
+        for rec in self
+            .overflow
+            .get(lo..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|o| (o.bucket, o.rank) == (home, rank))
+        {
+            c.overflow_reads.fetch_add(1, Ordering::Relaxed);
+            let data = self.read_overflow(rec, self.opts.verify_checksums)?;
+            let entries = self.overflow_entries(rec, &data)?;
+            if entries.first().is_some_and(|e| e.user_key == user_key) {
+                return Ok(answer(&entries, user_key, snapshot));
+            }
+        }
+        let target = self.locate(home, rank)?;
+        c.bucket_reads.fetch_add(1, Ordering::Relaxed);
+        let bucket = self.bucket_bytes(target)?;
+        let (_, entries) = self.open_bucket(target, &bucket, self.opts.verify_checksums)?;
+        Ok(answer(&entries, user_key, snapshot))
+    }
+
+    /// The bucket holding a group homed in `home` with rank `rank`: follows migration records
+    /// (in memory) while the group's rank in the bucket reached is at or above its mark.
+    pub(super) fn locate(&self, home: u32, rank: u32) -> Result<u32> {
+        let mut b = home;
+        for _ in 0..=self.migrations.len() {
+            match self.migration_of(b) {
+                Some(m) if rank_at(rank, b) >= m.mark => b = m.dst,
+                _ => return Ok(b),
+            }
+        }
+        Err(Error::corruption(
+            &*self.path,
+            self.footer.migration.offset,
+            "migration records form a cycle",
+        ))
+    }
+
+    pub(super) fn migration_of(&self, bucket: u32) -> Option<&MigrationRecord> {
+        let i = self
+            .migrations
+            .binary_search_by_key(&bucket, |m| m.bucket)
+            .ok()?;
+        self.migrations.get(i)
+    }
+
+    pub(super) fn verify_checksums(&self) -> bool {
+        self.opts.verify_checksums
+    }
+
+    pub(super) fn footer(&self) -> &HFooter {
+        &self.footer
+    }
+
+    pub(super) fn raw_file(&self) -> &dyn RandomAccessFile {
+        &*self.file
+    }
+
+    pub(super) fn num_buckets(&self) -> u32 {
+        self.footer.num_buckets
+    }
+
+    pub(super) fn overflow_records(&self) -> &[OverflowRecord] {
+        &self.overflow
+    }
+
+    pub(super) fn bucket_offset(&self, id: u32) -> u64 {
+        u64::from(id) * u64::from(self.footer.bucket_bytes)
+    }
+
+    pub(super) fn open_bucket<'a>(
+        &self,
+        id: u32,
+        buf: &'a [u8],
+        verify: bool,
+    ) -> Result<(format::BucketTail, Vec<Entry<'a>>)> {
+        format::open_bucket(
+            buf,
+            id,
+            self.footer.num_buckets,
+            verify,
+            &self.path,
+            self.bucket_offset(id),
+        )
+    }
+
+    /// The raw bytes of bucket `id`, from the block cache (where they are kept checksum-verified)
+    /// or the file. A cached bucket is a one-entry [`Block`] whose value is the bucket.
+    pub(super) fn bucket_bytes(&self, id: u32) -> Result<Vec<u8>> {
+        let offset = self.bucket_offset(id);
+        let key = (self.file_number, offset);
+        if let Some(cache) = &self.block_cache
+            && let Some(block) = cache.get(key)
+        {
+            let mut it = block.iter(self.icmp.clone());
+            it.seek_to_first();
+            if it.valid() && it.value().len() == self.footer.bucket_bytes as usize {
+                return Ok(it.value().to_vec());
+            }
+        }
+        let buf = self
+            .file
+            .read_vec(offset, self.footer.bucket_bytes as usize)?;
+        if let Some(cache) = &self.block_cache {
+            // Only a bucket whose checksum holds is cached.
+            self.open_bucket(id, &buf, true)?;
+            let mut b = BlockBuilder::new(1);
+            b.add(&[0u8; 8], &buf);
+            let block = Block::new(b.finish().to_vec(), Arc::clone(&self.path), offset)?;
+            cache.insert(key, Arc::new(block));
+        }
+        Ok(buf)
+    }
+
+    pub(super) fn read_overflow(&self, rec: &OverflowRecord, verify: bool) -> Result<Vec<u8>> {
+        let data = self.file.read_vec(rec.offset, rec.len as usize)?;
+        if verify && crate::checksum::mask(crate::checksum::crc32c(&data)) != rec.crc {
+            return Err(Error::corruption(
+                &*self.path,
+                rec.offset,
+                "overflow group checksum mismatch",
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Decodes an overflow group: entries of one user key, homed where its record says.
+    pub(super) fn overflow_entries<'a>(
+        &self,
+        rec: &OverflowRecord,
+        data: &'a [u8],
+    ) -> Result<Vec<Entry<'a>>> {
+        let bad = |reason: String| Error::corruption(&*self.path, rec.offset, reason);
+        let entries = format::decode_entries(data)
+            .map_err(|at| bad(format!("bad overflow entry at byte {at}")))?;
+        let first = entries
+            .first()
+            .ok_or_else(|| bad("empty overflow group".into()))?;
+        if entries.iter().any(|e| e.user_key != first.user_key) {
+            return Err(bad("overflow group mixes user keys".into()));
+        }
+        let h = KeyHash::of(self.props.hash_seed, first.user_key);
+        if (h.bucket(self.footer.num_buckets), h.rank()) != (rec.bucket, rec.rank) {
+            return Err(bad("overflow group is indexed under another hash".into()));
+        }
+        Ok(entries)
+    }
+}
+
+/// The newest visible version of `user_key` among `entries` (versions are newest first).
+fn answer(entries: &[Entry<'_>], user_key: &[u8], snapshot: u64) -> HProbe {
+    let hit = entries
+        .iter()
+        .find(|e| e.user_key == user_key && e.seq() <= snapshot);
+    match hit {
+        Some(e) => {
+            let kind = e.kind().unwrap_or(ValueKind::Deletion);
+            let value = if kind == ValueKind::Value {
+                e.value.to_vec()
+            } else {
+                Vec::new()
+            };
+            HProbe::Hit {
+                kind,
+                value,
+                seq: e.seq(),
+            }
+        }
+        None => HProbe::Missed,
+    }
+}
+
+fn decode_records<T>(data: &[u8], len: usize, decode: fn(&[u8]) -> Option<T>) -> Option<Vec<T>> {
+    if !data.len().is_multiple_of(len) {
+        return None;
+    }
+    data.chunks(len).map(decode).collect()
+}
+
+fn decode_filters(data: &[u8], n: u32) -> Option<Filters> {
+    let probes = get_u32(data)?;
+    if probes > MAX_FILTER_PROBES {
+        return None;
+    }
+    let count = n as usize + 1;
+    let offs = data.get(4..4 + 4 * count)?;
+    let offsets: Vec<u32> = offs.chunks(4).map(get_u32).collect::<Option<_>>()?;
+    let bits = data.get(4 + 4 * count..)?.to_vec();
+    let ok = offsets.first() == Some(&0)
+        && offsets.windows(2).all(|w| w[0] <= w[1])
+        && offsets.last().map(|&l| l as usize) == Some(bits.len());
+    ok.then_some(Filters {
+        probes,
+        offsets,
+        bits,
+    })
+}

@@ -1,0 +1,315 @@
+//! HTable round trips against a BTreeMap model, and the balance targets of issue 17.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::fs::{Fs, MemFs};
+use crate::iter::InternalIterator;
+use crate::key::{MAX_SEQUENCE, ValueKind, make_internal_key};
+use crate::table::BlockCache;
+
+/// One entry of a test table.
+pub(super) type Item = (Vec<u8>, u64, ValueKind, Vec<u8>);
+
+/// Builds `items` (in the given order) into `path` on `fs`.
+pub(super) fn build(
+    fs: &MemFs,
+    path: &Path,
+    opts: &HTableOptions,
+    items: &[Item],
+) -> HTableProperties {
+    let file = fs.create(path).unwrap();
+    let mut b = HTableBuilder::new(opts.clone(), file, path.to_path_buf());
+    for (k, seq, kind, v) in items {
+        b.add(&make_internal_key(k, *seq, *kind), v).unwrap();
+    }
+    assert_eq!(b.num_entries(), items.len() as u64);
+    b.finish().unwrap()
+}
+
+pub(super) fn open(
+    fs: &MemFs,
+    path: &Path,
+    opts: &HTableOptions,
+    cache: Option<Arc<BlockCache>>,
+) -> crate::error::Result<Arc<HTable>> {
+    HTable::open(fs.open(path)?, path.to_path_buf(), 7, opts.clone(), cache).map(Arc::new)
+}
+
+pub(super) fn probe(t: &HTable, seed: u64, key: &[u8], snap: u64) -> crate::error::Result<HProbe> {
+    t.probe(&KeyHash::of(seed, key), key, snap)
+}
+
+/// The model: user key -> versions newest first.
+pub(super) type Model = BTreeMap<Vec<u8>, Vec<(u64, ValueKind, Vec<u8>)>>;
+
+pub(super) fn model_of(items: &[Item]) -> Model {
+    let mut m = Model::new();
+    for (k, s, kind, v) in items {
+        m.entry(k.clone()).or_default().push((*s, *kind, v.clone()));
+    }
+    for versions in m.values_mut() {
+        versions.sort_by_key(|v| Reverse(v.0));
+    }
+    m
+}
+
+pub(super) fn expected(m: &Model, key: &[u8], snap: u64) -> HProbe {
+    let found = m.get(key).and_then(|vs| vs.iter().find(|v| v.0 <= snap));
+    match found {
+        Some((seq, kind, v)) => HProbe::Hit {
+            kind: *kind,
+            value: if *kind == ValueKind::Value {
+                v.clone()
+            } else {
+                Vec::new()
+            },
+            seq: *seq,
+        },
+        None => HProbe::Missed,
+    }
+}
+
+/// A small deterministic generator (splitmix64).
+pub(super) struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn items_strategy() -> impl Strategy<Value = Vec<Item>> {
+    let key = proptest::collection::vec(any::<u8>(), 0..12);
+    let version = (any::<bool>(), 0usize..700);
+    let group = (key, proptest::collection::vec(version, 1..5));
+    (
+        proptest::collection::btree_map(group.0, group.1, 0..80),
+        any::<u64>(),
+    )
+        .prop_map(|(groups, shuffle)| {
+            let mut items = Vec::new();
+            let mut seq = 1u64;
+            for (k, versions) in groups {
+                for (del, vlen) in versions {
+                    let kind = if del {
+                        ValueKind::Deletion
+                    } else {
+                        ValueKind::Value
+                    };
+                    let value = if del {
+                        Vec::new()
+                    } else {
+                        vec![(seq % 251) as u8; vlen]
+                    };
+                    items.push((k.clone(), seq, kind, value));
+                    seq += 1 + seq % 3;
+                }
+            }
+            let mut rng = Rng(shuffle);
+            for i in (1..items.len()).rev() {
+                items.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+            }
+            items
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn round_trips_against_a_model(
+        items in items_strategy(),
+        buckets in prop::sample::select(vec![2u32, 3, 5, 11, 31]),
+        seed in any::<u64>(),
+        cached in any::<bool>(),
+    ) {
+        let fs = MemFs::new();
+        let path = PathBuf::from("000001.ht");
+        let opts = HTableOptions { num_buckets: buckets, hash_seed: seed, ..HTableOptions::default() };
+        let props = build(&fs, &path, &opts, &items);
+        let cache = cached.then(|| Arc::new(BlockCache::new(1 << 20)));
+        let t = open(&fs, &path, &opts, cache).unwrap();
+        prop_assert_eq!(t.properties(), &props);
+        t.verify().unwrap();
+        let model = model_of(&items);
+        for (k, versions) in &model {
+            let mut snaps = vec![0, MAX_SEQUENCE];
+            for v in versions {
+                snaps.extend([v.0, v.0 - 1, v.0 + 1]);
+            }
+            for snap in snaps {
+                prop_assert_eq!(probe(&t, seed, k, snap).unwrap(), expected(&model, k, snap), "key {:?} snap {}", k, snap);
+            }
+        }
+        for i in 0..50u32 {
+            let absent = [b"absent-".as_slice(), &i.to_le_bytes()].concat();
+            let got = probe(&t, seed, &absent, MAX_SEQUENCE).unwrap();
+            prop_assert!(matches!(got, HProbe::Missed | HProbe::Filtered), "{:?}", got);
+        }
+        // The sorted view is exactly the model in internal-key order, both ways.
+        let want: Vec<(Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .flat_map(|(k, vs)| vs.iter().map(move |(s, kind, v)| (make_internal_key(k, *s, *kind), v.clone())))
+            .collect();
+        let mut it = t.sorted_iter().unwrap();
+        let mut got = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().unwrap();
+        prop_assert_eq!(&got, &want);
+        let mut back = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            back.push(it.key().to_vec());
+            it.prev();
+        }
+        back.reverse();
+        prop_assert_eq!(back, want.iter().map(|w| w.0.clone()).collect::<Vec<_>>());
+        if let Some((k, _)) = want.get(want.len() / 2) {
+            it.seek(k);
+            prop_assert_eq!(it.key(), &k[..]);
+        }
+    }
+}
+
+#[test]
+fn properties_count_what_was_added() {
+    let fs = MemFs::new();
+    let path = PathBuf::from("p.ht");
+    let opts = HTableOptions {
+        num_buckets: 3,
+        ..HTableOptions::default()
+    };
+    let items = vec![
+        (b"b".to_vec(), 5, ValueKind::Value, b"v5".to_vec()),
+        (b"a".to_vec(), 9, ValueKind::Deletion, Vec::new()),
+        (b"b".to_vec(), 7, ValueKind::Value, vec![1; 600]), // group > 512 B: overflow
+        (b"c".to_vec(), 2, ValueKind::Value, b"c".to_vec()),
+    ];
+    let p = build(&fs, &path, &opts, &items);
+    assert_eq!((p.num_entries, p.num_deletions, p.distinct_keys), (4, 1, 3));
+    assert_eq!((p.smallest_seq, p.largest_seq), (2, 9));
+    assert_eq!(
+        p.smallest_key,
+        make_internal_key(b"a", 9, ValueKind::Deletion)
+    );
+    assert_eq!(p.largest_key, make_internal_key(b"c", 2, ValueKind::Value));
+    assert_eq!((p.overflow_entries, p.overflow_groups), (2, 1));
+    assert_eq!(p.file_size, fs.file_size(&path).unwrap());
+    assert_eq!(p.raw_value_bytes, 2 + 600 + 1);
+    let t = open(&fs, &path, &opts, None).unwrap();
+    assert!(t.metadata_bytes() > 0);
+    assert_eq!(
+        probe(&t, 0, b"b", 6).unwrap(),
+        HProbe::Hit {
+            kind: ValueKind::Value,
+            value: b"v5".to_vec(),
+            seq: 5
+        }
+    );
+    assert_eq!(t.stats().overflow_reads, 1);
+    assert_eq!(t.stats().bucket_reads, 0);
+    let mut footer_tail = vec![0u8; 8];
+    t.raw_file()
+        .read_exact_at(&mut footer_tail, p.file_size - 8)
+        .unwrap();
+    assert!(is_htable(&footer_tail));
+    assert!(!is_htable(&crate::table::TABLE_MAGIC.to_le_bytes()));
+    assert!(!is_htable(b"short"));
+    // The magic is the documented digest prefix: SHA-1("screedb.htable") = 96ef4aedaa6960ac...
+    assert_eq!(
+        HTABLE_MAGIC.to_be_bytes(),
+        [0x96, 0xef, 0x4a, 0xed, 0xaa, 0x69, 0x60, 0xac]
+    );
+    // Another seed is refused, naming both.
+    let other = HTableOptions {
+        hash_seed: 1,
+        ..opts.clone()
+    };
+    let err = open(&fs, &path, &other, None).unwrap_err();
+    assert!(err.to_string().contains("hash seed"), "{err}");
+    // Bad options and keys are refused.
+    let bad = HTableOptions {
+        bucket_bytes: 1000,
+        ..opts
+    };
+    let mut b = HTableBuilder::new(bad, fs.create(Path::new("x")).unwrap(), "x".into());
+    assert!(b.add(b"short", b"").is_err());
+    assert!(b.finish().is_err());
+}
+
+/// Issue 17's balance targets: 1-200 B values, 16 B keys, 90% fill, 20 seeds.
+#[test]
+fn balanced_at_90_percent_with_one_bucket_read_and_rare_false_positives() {
+    let (mut present, mut reads, mut absent, mut passed) = (0u64, 0u64, 0u64, 0u64);
+    let (mut migrations, mut migrated) = (0u64, 0u64);
+    for seed in 0..20u64 {
+        let fs = MemFs::new();
+        let path = PathBuf::from("b.ht");
+        let opts = HTableOptions {
+            num_buckets: 1021,
+            hash_seed: seed,
+            ..HTableOptions::default()
+        };
+        let mut rng = Rng(seed);
+        let mut b = HTableBuilder::new(opts.clone(), fs.create(&path).unwrap(), path.clone());
+        let mut keys = Vec::new();
+        while !b.is_full() {
+            let key = rng.bytes(16);
+            let vlen = 1 + (rng.next() % 200) as usize;
+            b.add(
+                &make_internal_key(&key, keys.len() as u64 + 1, ValueKind::Value),
+                &rng.bytes(vlen),
+            )
+            .unwrap();
+            keys.push(key);
+        }
+        let p = b.finish().unwrap();
+        assert_eq!(p.overflow_entries, 0, "seed {seed}: {p:?}");
+        migrations += p.num_migrations;
+        migrated += p.migrated_entries;
+        let t = open(&fs, &path, &opts, None).unwrap();
+        for k in &keys {
+            assert!(matches!(
+                probe(&t, seed, k, MAX_SEQUENCE).unwrap(),
+                HProbe::Hit { .. }
+            ));
+        }
+        present += keys.len() as u64;
+        reads += t.stats().bucket_reads + t.stats().overflow_reads;
+        let before = t.stats();
+        for _ in 0..keys.len() * 3 {
+            let got = probe(&t, seed, &rng.bytes(17), MAX_SEQUENCE).unwrap();
+            assert!(matches!(got, HProbe::Missed | HProbe::Filtered));
+        }
+        let after = t.stats();
+        absent += after.probes - before.probes;
+        passed +=
+            (after.probes - before.probes) - (after.filter_rejections - before.filter_rejections);
+    }
+    let per_lookup = reads as f64 / present as f64;
+    let fp = passed as f64 / absent as f64;
+    eprintln!(
+        "balance: {present} keys, {per_lookup:.4} buckets read per lookup, false positives {fp:.5} \
+         ({passed} of {absent}), {migrations} migration records moving {migrated} entries"
+    );
+    assert!(per_lookup <= 1.01, "{per_lookup}");
+    assert!(fp <= 0.001, "{fp}");
+    assert!(migrated > 0, "the test should exercise migration");
+}
