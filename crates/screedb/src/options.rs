@@ -10,9 +10,10 @@ use crate::Snapshot;
 use crate::comparator::{Comparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs};
-use crate::table::{CompressionType, FilterPolicy, TableOptions};
+use crate::table::{CompressionType, FilterPolicy, HTableOptions, TableOptions, bucket_count_for};
 
 pub use crate::layout::flsm::{FlsmOptions, GuardBits};
+pub use crate::layout::trie::TrieOptions;
 pub use crate::layout::{Layout, LayoutKind};
 
 /// The memory component (see `docs/memory.md`).
@@ -324,6 +325,16 @@ impl Options {
             "hard_pending_compaction_bytes must be >= soft_pending_compaction_bytes",
         )?;
         self.layout.validate()?;
+        if let Layout::Trie(_) = &self.layout {
+            check(
+                self.comparator.is_bytewise(),
+                "layout trie requires the bytewise comparator: it places keys by their bytes' hash",
+            )?;
+            check(
+                self.num_levels <= crate::layout::trie::MAX_TRIE_LEVELS,
+                "num_levels must be at most 11 with the trie layout (one level per 3 hash bits)",
+            )?;
+        }
         Ok(())
     }
 
@@ -357,6 +368,20 @@ impl Options {
             compression: self.compression,
             verify_checksums: self.verify_checksums,
             mmap_reads: self.mmap_reads,
+            htable: match &self.layout {
+                Layout::Trie(trie) => HTableOptions {
+                    bucket_bytes: trie.bucket_bytes,
+                    num_buckets: bucket_count_for(self.target_file_size, trie.bucket_bytes),
+                    fill_percent: trie.fill_percent,
+                    filter_bits_per_key: trie.filter_bits_per_key,
+                    hash_seed: 0,
+                    verify_checksums: self.verify_checksums,
+                },
+                Layout::Leveled | Layout::Flsm(_) => HTableOptions {
+                    verify_checksums: self.verify_checksums,
+                    ..HTableOptions::default()
+                },
+            },
         }
     }
 

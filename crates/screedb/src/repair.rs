@@ -77,7 +77,11 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     }
     let _lock = fs.lock(&filename::lock_file(dir))?;
     let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
-    let topts = options.table_options();
+    let kind = options.layout.kind();
+    // A hashed layout's data is all rewritten, so the repaired database gets a new seed.
+    let hash_seed = kind.is_hashed().then(crate::layout::trie::new_hash_seed);
+    let mut topts = options.table_options();
+    topts.htable.hash_seed = hash_seed.unwrap_or(0);
     let reader_cache = TableCache::new(
         Arc::clone(&fs),
         dir.to_path_buf(),
@@ -147,6 +151,7 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
         dir,
         &mut input,
         options.target_file_size,
+        kind.table_format(),
         &topts,
         &icmp,
         &mut next_number,
@@ -155,7 +160,13 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
 
     let manifest_number = next_number;
     let log_number = next_number + 1;
-    let last_level = u32::try_from(options.num_levels - 1).unwrap_or(0);
+    // Sorted tables of disjoint ranges go to the last level; a layout without key order
+    // routes its tables by hash, so they start at level 0 (route 0) and compaction places them.
+    let output_level = if kind.keeps_key_order() {
+        u32::try_from(options.num_levels - 1).unwrap_or(0)
+    } else {
+        0
+    };
     let edit = VersionEdit {
         comparator: Some(options.comparator.name().to_owned()),
         layout: Some(options.layout.kind()),
@@ -163,7 +174,8 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
         prev_log_number: Some(0),
         next_file_number: Some(log_number + 1),
         last_sequence: Some(max_seq),
-        new_files: outputs.into_iter().map(|f| (last_level, f)).collect(),
+        new_files: outputs.into_iter().map(|f| (output_level, f)).collect(),
+        hash_seed,
         ..VersionEdit::default()
     };
     write_manifest(fs.as_ref(), dir, manifest_number, &edit)?;
@@ -254,6 +266,7 @@ fn write_newest(
     dir: &Path,
     input: &mut dyn InternalIterator,
     target_size: u64,
+    format: TableFormat,
     topts: &TableOptions,
     icmp: &InternalKeyComparator,
     next_number: &mut u64,
@@ -276,7 +289,7 @@ fn write_newest(
             if parsed.kind == ValueKind::Value {
                 if builder
                     .as_ref()
-                    .is_some_and(|(_, b)| b.estimated_file_size() >= target_size)
+                    .is_some_and(|(_, b)| b.is_full(target_size))
                     && let Some((n, b)) = builder.take()
                 {
                     outputs.push(finish_table(b, n)?);
@@ -287,7 +300,7 @@ fn write_newest(
                         let n = *next_number;
                         *next_number += 1;
                         let path = filename::table_file(dir, n);
-                        let b = create_writer(fs, &path, TableFormat::Sorted, topts, icmp)?;
+                        let b = create_writer(fs, &path, format, topts, icmp)?;
                         builder.insert((n, b))
                     }
                 };

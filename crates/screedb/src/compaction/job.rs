@@ -36,6 +36,8 @@ pub struct JobContext<'a> {
     pub icmp: &'a InternalKeyComparator,
     /// Table format options.
     pub table_options: &'a TableOptions,
+    /// The format of the tables written (the layout's).
+    pub format: TableFormat,
     /// Open tables.
     pub tables: &'a TableCache,
     /// Live snapshots, ascending.
@@ -164,21 +166,36 @@ impl Partition<'_> {
     }
 }
 
-/// Writes the entries of `input` into tables, cutting at `target_file_size` and at guard
-/// boundaries (never between two entries of one user key). Returns the new tables.
+/// Where each user key's entries go: its route (the trie container of the output level) or,
+/// for layouts that route by key range, 0 for every key.
+type Router<'a> = &'a dyn Fn(&[u8]) -> u64;
+
+/// A table being written: its route, file number and writer.
+type OpenTable = (u64, u64, Box<dyn TableWriter>);
+
+/// Writes the entries of `input` into tables of `ctx.format`, one open table per route, each
+/// cut once it is full (`target_file_size` for sorted tables) and at guard boundaries, never
+/// between two entries of one user key. Returns the new tables.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one private step shared by flush and merge"
+)]
 fn write_tables(
     ctx: &JobContext<'_>,
     input: &mut dyn InternalIterator,
     target_file_size: u64,
     mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
     partition: &mut Partition<'_>,
+    route_of: Router<'_>,
     cancel: Option<&AtomicBool>,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
-    let mut builder: Option<(u64, Box<dyn TableWriter>)> = None;
-    let mut last_user_key: Vec<u8> = Vec::new();
+    let mut open: Vec<OpenTable> = Vec::new();
+    // The open table of the current user key.
+    let mut current = 0usize;
+    let mut last_user_key: Option<Vec<u8>> = None;
     let mut seen: u64 = 0;
     input.seek_to_first();
     while input.valid() {
@@ -199,42 +216,40 @@ fn write_tables(
             input.next();
             continue;
         }
-        let new_key = builder.is_none()
-            || ctx.icmp.user().compare(&last_user_key, parsed.user_key) != Ordering::Equal;
-        let new_guard = new_key && partition.starts_guard(ctx.icmp, parsed.user_key);
-        if let Some((_, b)) = &builder
-            && new_key
-            && (new_guard || b.estimated_file_size() >= target_file_size)
-            && let Some((number, b)) = builder.take()
-        {
-            outputs.push(finish(b, number, stats)?);
-        }
-        if builder.is_none() {
-            let number = (ctx.new_file_number)();
-            let path = filename::table_file(ctx.dir, number);
-            builder = Some((
-                number,
-                create_writer(
-                    ctx.fs,
-                    &path,
-                    TableFormat::Sorted,
-                    ctx.table_options,
-                    ctx.icmp,
-                )?,
-            ));
-        }
-        if let Some((_, b)) = builder.as_mut() {
-            b.add(ikey, input.value())?;
-        }
+        let new_key = last_user_key
+            .as_deref()
+            .is_none_or(|k| ctx.icmp.user().compare(k, parsed.user_key) != Ordering::Equal);
         if new_key {
-            last_user_key.clear();
-            last_user_key.extend_from_slice(parsed.user_key);
+            let new_guard = partition.starts_guard(ctx.icmp, parsed.user_key);
+            let route = route_of(parsed.user_key);
+            let found = open.iter().position(|o| o.0 == route);
+            if let Some(i) = found
+                && (new_guard || open[i].2.is_full(target_file_size))
+            {
+                let (route, number, writer) = open.swap_remove(i);
+                outputs.push(finish(writer, number, route, stats)?);
+            }
+            current = match open.iter().position(|o| o.0 == route) {
+                Some(i) => i,
+                None => {
+                    let number = (ctx.new_file_number)();
+                    let path = filename::table_file(ctx.dir, number);
+                    let writer =
+                        create_writer(ctx.fs, &path, ctx.format, ctx.table_options, ctx.icmp)?;
+                    open.push((route, number, writer));
+                    open.len() - 1
+                }
+            };
+            last_user_key = Some(parsed.user_key.to_vec());
+        }
+        if let Some((_, _, writer)) = open.get_mut(current) {
+            writer.add(ikey, input.value())?;
         }
         input.next();
     }
     input.status()?;
-    if let Some((number, b)) = builder.take() {
-        outputs.push(finish(b, number, stats)?);
+    for (route, number, writer) in open {
+        outputs.push(finish(writer, number, route, stats)?);
     }
     if !outputs.is_empty() {
         // The new tables' directory entries must be durable before an edit names them.
@@ -249,16 +264,25 @@ fn write_tables(
     Ok(outputs)
 }
 
-fn finish(builder: Box<dyn TableWriter>, number: u64, stats: &mut JobStats) -> Result<FileMeta> {
-    let meta = finish_table(builder, number)?;
+fn finish(
+    writer: Box<dyn TableWriter>,
+    number: u64,
+    route: u64,
+    stats: &mut JobStats,
+) -> Result<FileMeta> {
+    let meta = FileMeta {
+        route,
+        ..finish_table(writer, number)?
+    };
     stats.bytes_written += meta.file_size;
     stats.files_written += 1;
     Ok(meta)
 }
 
 /// Finishes table `number` and describes it as the manifest records it (also used by repair).
-pub(crate) fn finish_table(builder: Box<dyn TableWriter>, number: u64) -> Result<FileMeta> {
-    let (file_size, props) = builder.finish()?;
+pub(crate) fn finish_table(writer: Box<dyn TableWriter>, number: u64) -> Result<FileMeta> {
+    let format = writer.format();
+    let (file_size, props) = writer.finish()?;
     Ok(FileMeta {
         number,
         file_size,
@@ -268,8 +292,9 @@ pub(crate) fn finish_table(builder: Box<dyn TableWriter>, number: u64) -> Result
         largest_seq: props.largest_seq,
         num_entries: props.num_entries,
         num_deletions: props.num_deletions,
-        format: TableFormat::Sorted,
+        format,
         end_checksum: None,
+        route: 0,
     })
 }
 
@@ -285,6 +310,7 @@ pub fn flush(
         u64::MAX,
         |_| false,
         &mut Partition::none(),
+        &|_| 0,
         None,
         &mut stats,
     )?;
@@ -309,8 +335,18 @@ pub fn merge(
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;
     let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();
+    let seed = version.hash_seed();
+    let by_route = |user_key: &[u8]| crate::layout::trie::route_of_key(seed, user_key, out);
+    let by_range = |_: &[u8]| 0;
+    let route_of: Router<'_> = match spec.output {
+        OutputPlan::ByHash { .. } => &by_route,
+        OutputPlan::BySize { .. } | OutputPlan::ByGuards { .. } => &by_range,
+    };
     let (below, mut partition) = match spec.output {
         OutputPlan::BySize { .. } => (out + 1..version.num_levels(), Partition::none()),
+        // The outputs are piled on the tables already in their containers, which may hold
+        // older versions of their keys: the output level counts as "below" too.
+        OutputPlan::ByHash { .. } => (out..version.num_levels(), Partition::none()),
         // The outputs are added beside the fragments already in the output level, which may
         // hold older versions of their keys: it counts as "below" too.
         OutputPlan::ByGuards { new_guard_bits, .. } => (
@@ -331,12 +367,13 @@ pub fn merge(
         |user_key| {
             below.clone().all(|level| {
                 version
-                    .overlapping(level, Some(user_key), Some(user_key))
+                    .tables_for_key(level, user_key)
                     .iter()
                     .all(|f| inputs.contains(&f.number))
             })
         },
         &mut partition,
+        route_of,
         ctx.cancel,
         &mut stats,
     )?;

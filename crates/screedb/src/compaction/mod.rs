@@ -64,6 +64,13 @@ pub enum OutputPlan {
         /// Trailing one bits that make a written key a new guard.
         new_guard_bits: u32,
     },
+    /// Split by the key's hash into the containers of the output level (the trie layout): one
+    /// table per container touched, each cut once it is full; the outputs are piled on top of
+    /// the tables already in their containers.
+    ByHash {
+        /// Size at which outputs are cut.
+        target_file_size: u64,
+    },
 }
 
 impl OutputPlan {
@@ -71,6 +78,7 @@ impl OutputPlan {
     pub fn target_file_size(&self) -> u64 {
         match *self {
             OutputPlan::BySize { target_file_size }
+            | OutputPlan::ByHash { target_file_size }
             | OutputPlan::ByGuards {
                 target_file_size, ..
             } => target_file_size,

@@ -58,7 +58,7 @@ pub(super) fn run(inner: &DbInner) {
 fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
     let percent = match &inner.options.layout {
         Layout::Flsm(flsm) => flsm.seek_compaction_budget_percent,
-        Layout::Leveled => 0,
+        Layout::Leveled | Layout::Trie(_) => 0,
     };
     let user = inner.counters.user_bytes_written.load(Ordering::Relaxed);
     let spent = inner
@@ -91,6 +91,7 @@ fn job_context<'a>(
         dir: &inner.dir,
         icmp: &inner.icmp,
         table_options: &inner.table_options,
+        format: inner.options.layout.kind().table_format(),
         tables: &inner.tables,
         snapshots,
         new_file_number: alloc,

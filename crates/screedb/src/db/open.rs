@@ -48,7 +48,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
 
     let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
-    let table_options = options.table_options();
+    let mut table_options = options.table_options();
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
     let tables = Arc::new(TableCache::new(
@@ -73,6 +73,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     } else {
         (0, 0)
     };
+    // Tables of a hashed layout are written with the database's seed (readers take each
+    // table's own).
+    table_options.htable.hash_seed = versions.current().hash_seed();
 
     // What is on disk.
     let names = fs.list(dir)?;
@@ -119,6 +122,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         dir,
         icmp: &icmp,
         table_options: &table_options,
+        format: options.layout.kind().table_format(),
         tables: &tables,
         snapshots: &[],
         new_file_number: &alloc,

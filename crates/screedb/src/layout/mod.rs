@@ -3,7 +3,9 @@
 //! A layout is a compaction strategy plus the read routing over one Version/MANIFEST model:
 //! - [`leveled`]: LevelDB/RocksDB's leveled LSM, one sorted run of disjoint tables per level;
 //! - [`flsm`]: PebblesDB's fragmented LSM, levels cut by guard keys, guards holding overlapping
-//!   fragments (its guards, seek counters and guard upkeep live in that folder too).
+//!   fragments (its guards, seek counters and guard upkeep live in that folder too);
+//! - [`trie`]: LSM-trie, a trie of containers addressed by the key's hash, each a pile of
+//!   HTables ([`crate::table::htable`]); it keeps no key order.
 //!
 //! [`Layout`] is a closed enum whose variants carry their options; only its [`LayoutKind`] is
 //! persisted (MANIFEST tag 11), so a database is always reopened with the layout it was created
@@ -14,6 +16,7 @@
 pub mod flsm;
 pub mod leveled;
 mod sorted_runs;
+pub mod trie;
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,9 +25,11 @@ use crate::compaction::CompactionStrategy;
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::manifest::FileMeta;
+use crate::table::TableFormat;
 use crate::version::{FileRef, Version};
 
 use flsm::FlsmOptions;
+use trie::TrieOptions;
 
 /// How the levels >= 1 of a database are organised, with that layout's options. The kind is
 /// written to the manifest at creation. Default: `Flsm(FlsmOptions::default())`.
@@ -38,6 +43,10 @@ pub enum Layout {
     /// to `max_sstables_per_guard` possibly overlapping fragments, and compaction appends
     /// fragments to the guards of the next level instead of rewriting them (docs/flsm.md).
     Flsm(FlsmOptions),
+    /// LSM-trie: levels >= 1 are a trie of containers addressed by the key's hash, each a pile
+    /// of HTables, about one bucket read per get; no key order, so no iterators
+    /// (docs/lsm-trie.md). Requires the bytewise comparator.
+    Trie(TrieOptions),
 }
 
 impl Default for Layout {
@@ -52,6 +61,7 @@ impl Layout {
         match self {
             Layout::Leveled => LayoutKind::Leveled,
             Layout::Flsm(_) => LayoutKind::Flsm,
+            Layout::Trie(_) => LayoutKind::Trie,
         }
     }
 
@@ -60,6 +70,7 @@ impl Layout {
         match kind {
             LayoutKind::Leveled => Layout::Leveled,
             LayoutKind::Flsm => Layout::Flsm(FlsmOptions::default()),
+            LayoutKind::Trie => Layout::Trie(TrieOptions::default()),
         }
     }
 
@@ -67,7 +78,7 @@ impl Layout {
     pub fn flsm(&self) -> Option<&FlsmOptions> {
         match self {
             Layout::Flsm(options) => Some(options),
-            Layout::Leveled => None,
+            Layout::Leveled | Layout::Trie(_) => None,
         }
     }
 
@@ -75,7 +86,7 @@ impl Layout {
     pub fn flsm_mut(&mut self) -> Option<&mut FlsmOptions> {
         match self {
             Layout::Flsm(options) => Some(options),
-            Layout::Leveled => None,
+            Layout::Leveled | Layout::Trie(_) => None,
         }
     }
 
@@ -89,6 +100,7 @@ impl Layout {
         match self {
             Layout::Leveled => Ok(()),
             Layout::Flsm(options) => options.validate(),
+            Layout::Trie(options) => options.validate(),
         }
     }
 
@@ -97,6 +109,7 @@ impl Layout {
         match self {
             Layout::Leveled => Box::new(leveled::Leveled),
             Layout::Flsm(_) => Box::new(flsm::Flsm),
+            Layout::Trie(_) => Box::new(trie::Trie),
         }
     }
 }
@@ -114,17 +127,20 @@ pub enum LayoutKind {
     Leveled,
     /// See [`Layout::Flsm`].
     Flsm,
+    /// See [`Layout::Trie`].
+    Trie,
 }
 
 impl LayoutKind {
     /// Every kind, in code order (for tests that run over every layout).
-    pub const ALL: [LayoutKind; 2] = [LayoutKind::Leveled, LayoutKind::Flsm];
+    pub const ALL: [LayoutKind; 3] = [LayoutKind::Leveled, LayoutKind::Flsm, LayoutKind::Trie];
 
     /// The name used in options, the CLI and error messages.
     pub fn name(self) -> &'static str {
         match self {
             LayoutKind::Leveled => "leveled",
             LayoutKind::Flsm => "flsm",
+            LayoutKind::Trie => "trie",
         }
     }
 
@@ -133,6 +149,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Leveled => 0,
             LayoutKind::Flsm => 1,
+            LayoutKind::Trie => 2,
         }
     }
 
@@ -146,6 +163,23 @@ impl LayoutKind {
     pub fn keeps_key_order(self) -> bool {
         match self {
             LayoutKind::Leveled | LayoutKind::Flsm => true,
+            LayoutKind::Trie => false,
+        }
+    }
+
+    /// The format of the tables the layout writes.
+    pub fn table_format(self) -> TableFormat {
+        match self {
+            LayoutKind::Leveled | LayoutKind::Flsm => TableFormat::Sorted,
+            LayoutKind::Trie => TableFormat::HTable,
+        }
+    }
+
+    /// True when keys are placed by a seeded hash (recorded in the MANIFEST, tag 14).
+    pub fn is_hashed(self) -> bool {
+        match self {
+            LayoutKind::Leveled | LayoutKind::Flsm => false,
+            LayoutKind::Trie => true,
         }
     }
 
@@ -164,7 +198,7 @@ impl LayoutKind {
     /// True when levels >= 1 are cut by guard keys (recorded in the MANIFEST, tags 8 and 9).
     pub fn has_guards(self) -> bool {
         match self {
-            LayoutKind::Leveled => false,
+            LayoutKind::Leveled | LayoutKind::Trie => false,
             LayoutKind::Flsm => true,
         }
     }
@@ -204,6 +238,7 @@ pub(crate) fn runs_of(
         LayoutKind::Leveled if files.is_empty() => Vec::new(),
         LayoutKind::Leveled => vec![files.to_vec()],
         LayoutKind::Flsm => sorted_runs::first_fit(icmp, files),
+        LayoutKind::Trie => trie::containers(files),
     }
 }
 
@@ -219,6 +254,7 @@ pub(crate) fn point_candidates<'v>(
         LayoutKind::Leveled | LayoutKind::Flsm => {
             sorted_runs::candidates(version, level, user_key, target)
         }
+        LayoutKind::Trie => trie::candidates(version, level, user_key),
     }
 }
 
@@ -226,5 +262,9 @@ pub(crate) fn point_candidates<'v>(
 pub(crate) fn iteration_runs(version: &Version, level: usize) -> Result<&[Arc<[Arc<FileMeta>]>]> {
     match version.layout() {
         LayoutKind::Leveled | LayoutKind::Flsm => Ok(version.run_metas(level)),
+        LayoutKind::Trie => Err(Error::NotSupported {
+            layout: LayoutKind::Trie.name(),
+            op: "ordered iteration",
+        }),
     }
 }

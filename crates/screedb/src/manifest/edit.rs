@@ -23,6 +23,8 @@
 //!                       end checksum: u32 (a table tag 6 cannot describe: not sorted, or growing)
 //! 13   table grew:      the same payload as 12; the live table of that number at that level now
 //!                       has this metadata (a larger extent: bytes were appended to its file)
+//! 14   hash seed:       u64; the seed of the key hash of a hashed layout (trie), written with
+//!                       the comparator
 //! ```
 //!
 //! Sorted tables that never grow are still written with tag 6, so a database that holds only
@@ -76,6 +78,8 @@ pub mod tag {
     pub const NEW_TABLE: u8 = 12;
     /// A live table whose file grew by appends: its new metadata.
     pub const TABLE_GREW: u8 = 13;
+    /// The seed of the key hash of a hashed layout.
+    pub const HASH_SEED: u8 = 14;
 }
 
 /// A change to the set of live tables and counters; the MANIFEST is a log of these.
@@ -85,6 +89,8 @@ pub struct VersionEdit {
     pub comparator: Option<String>,
     /// Layout of levels >= 1 (written in the first edit of a MANIFEST).
     pub layout: Option<LayoutKind>,
+    /// Seed of the key hash of a hashed layout (written in the first edit of a MANIFEST).
+    pub hash_seed: Option<u64>,
     /// Logs with smaller numbers are no longer needed.
     pub log_number: Option<u64>,
     /// The log before `log_number`, kept for LevelDB compatibility.
@@ -123,6 +129,7 @@ impl VersionEdit {
             dst.push(layout.code());
         }
         let counters = [
+            (tag::HASH_SEED, self.hash_seed),
             (tag::LOG_NUMBER, self.log_number),
             (tag::PREV_LOG_NUMBER, self.prev_log_number),
             (tag::NEXT_FILE_NUMBER, self.next_file_number),
@@ -199,6 +206,7 @@ impl VersionEdit {
                         )
                     })?);
                 }
+                tag::HASH_SEED => edit.hash_seed = Some(r.u64("hash seed")?),
                 tag::LOG_NUMBER => edit.log_number = Some(r.u64("log number")?),
                 tag::PREV_LOG_NUMBER => edit.prev_log_number = Some(r.u64("prev log number")?),
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(r.u64("next file number")?),
@@ -254,6 +262,7 @@ impl VersionEdit {
     pub fn is_empty(&self) -> bool {
         self.comparator.is_none()
             && self.layout.is_none()
+            && self.hash_seed.is_none()
             && self.log_number.is_none()
             && self.prev_log_number.is_none()
             && self.next_file_number.is_none()
@@ -289,19 +298,23 @@ mod tests {
             arb_bytes(),
             any::<(u64, u64, u64, u64)>(),
             proptest::option::of(any::<u32>()),
+            any::<u64>(),
         )
             .prop_map(
-                |((number, file_size), smallest, largest, (s, l, e, d), end_checksum)| FileMeta {
-                    number,
-                    file_size,
-                    smallest,
-                    largest,
-                    smallest_seq: s,
-                    largest_seq: l,
-                    num_entries: e,
-                    num_deletions: d,
-                    format: crate::table::TableFormat::Sorted,
-                    end_checksum,
+                |((number, file_size), smallest, largest, (s, l, e, d), end_checksum, route)| {
+                    FileMeta {
+                        number,
+                        file_size,
+                        smallest,
+                        largest,
+                        smallest_seq: s,
+                        largest_seq: l,
+                        num_entries: e,
+                        num_deletions: d,
+                        format: crate::table::TableFormat::Sorted,
+                        end_checksum,
+                        route,
+                    }
                 },
             )
     }
@@ -324,16 +337,29 @@ mod tests {
             vec((level.clone(), arb_bytes()), 0..3),
             vec((level, arb_bytes()), 0..3),
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
-            proptest::option::of(prop_oneof![
-                Just(LayoutKind::Leveled),
-                Just(LayoutKind::Flsm)
-            ]),
+            (
+                proptest::option::of(prop_oneof![
+                    Just(LayoutKind::Leveled),
+                    Just(LayoutKind::Flsm),
+                    Just(LayoutKind::Trie)
+                ]),
+                proptest::option::of(any::<u64>()),
+            ),
         )
             .prop_map(
-                |((c, log, prev, next, last), del, (new, grown), add, rem, stats, layout)| {
+                |(
+                    (c, log, prev, next, last),
+                    del,
+                    (new, grown),
+                    add,
+                    rem,
+                    stats,
+                    (layout, seed),
+                )| {
                     VersionEdit {
                         comparator: c,
                         layout,
+                        hash_seed: seed,
                         log_number: log,
                         prev_log_number: prev,
                         next_file_number: next,
@@ -354,6 +380,7 @@ mod tests {
         [
             e.comparator.is_some(),
             e.layout.is_some(),
+            e.hash_seed.is_some(),
             e.log_number.is_some(),
             e.prev_log_number.is_some(),
             e.next_file_number.is_some(),
@@ -505,6 +532,7 @@ mod tests {
         let edit = VersionEdit {
             comparator: Some("cmp".into()),
             layout: Some(LayoutKind::Flsm),
+            hash_seed: None,
             log_number: Some(2),
             prev_log_number: Some(1),
             next_file_number: Some(9),
@@ -564,6 +592,7 @@ mod tests {
             number: 6,
             file_size: 0x10,
             end_checksum: Some(0x0403_0201),
+            route: 7,
             ..FileMeta::default()
         };
         let edit = VersionEdit {
@@ -583,6 +612,7 @@ mod tests {
             0, 0, 0, 0, 0, 0, 0, 0,                     //   entries
             0, 0, 0, 0, 0, 0, 0, 0,                     //   deletions
             1, 1, 2, 3, 4,                              //   end checksum 0x04030201
+            7, 0, 0, 0, 0, 0, 0, 0,                     //   route 7
         ];
         let mut golden = vec![12, 1, 0, 0, 0];
         golden.extend_from_slice(&fields);

@@ -50,6 +50,9 @@ pub struct FileMeta {
     /// [`END_CHECKSUM_SPAN`]), so a reopened file whose committed end was overwritten is caught.
     /// `None` for a table that never grows.
     pub end_checksum: Option<u32>,
+    /// Where the layout routes the table: the trie container of a hashed table (see
+    /// `crate::layout::trie::route_of`); 0 for layouts that route by key range.
+    pub route: u64,
 }
 
 /// How many bytes below a table's extent [`FileMeta::end_checksum`] covers (fewer when the
@@ -79,17 +82,19 @@ impl FileMeta {
         put_u64(dst, self.num_deletions);
     }
 
-    /// True when tag 6 can describe the table: a sorted table with no end checksum.
+    /// True when tag 6 can describe the table: a sorted table with no end checksum or route.
     pub(crate) fn is_plain(&self) -> bool {
-        self.format == TableFormat::Sorted && self.end_checksum.is_none()
+        self.format == TableFormat::Sorted && self.end_checksum.is_none() && self.route == 0
     }
 
-    /// Appends `format: u8 | fields | has end checksum: u8 | end checksum: u32 LE` (tags 12, 13).
+    /// Appends `format: u8 | fields | has end checksum: u8 | end checksum: u32 LE |
+    /// route: u64 LE` (tags 12, 13).
     pub(crate) fn encode_framed(&self, dst: &mut Vec<u8>) {
         dst.push(self.format.code());
         self.encode_fields(dst);
         dst.push(u8::from(self.end_checksum.is_some()));
         put_u32(dst, self.end_checksum.unwrap_or(0));
+        put_u64(dst, self.route);
     }
 
     /// Reads what [`FileMeta::encode_framed`] wrote.
@@ -119,6 +124,7 @@ impl FileMeta {
                 ));
             }
         };
+        meta.route = r.u64("table route")?;
         Ok(meta)
     }
 
@@ -135,6 +141,7 @@ impl FileMeta {
             num_deletions: r.u64("new file deletion count")?,
             format: TableFormat::Sorted,
             end_checksum: None,
+            route: 0,
         })
     }
 }

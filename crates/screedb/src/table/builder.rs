@@ -21,7 +21,7 @@ use super::filter::BloomFilterBuilder;
 use super::filter_policy::{CustomFilterBuilder, custom_filter_block_name};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer, block_trailer};
 use super::properties::TableProperties;
-use super::seam::TableWriter;
+use super::seam::{TableFormat, TableWriter};
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
 
 /// The filter being collected: the built-in Bloom filter or a custom policy's.
@@ -250,6 +250,10 @@ impl TableBuilder {
 }
 
 impl TableWriter for TableBuilder {
+    fn format(&self) -> TableFormat {
+        TableFormat::Sorted
+    }
+
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         TableBuilder::add(self, ikey, value)
     }

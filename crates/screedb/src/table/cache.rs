@@ -18,6 +18,7 @@ use crate::fs::{Fs, RandomAccessFile};
 use crate::manifest::FileMeta;
 
 use super::block::Block;
+use super::htable::{HTable, HashedTable};
 use super::reader::Table;
 use super::seam::{TableFormat, TableReader, format_of_tail};
 use super::{TableOptions, table_file_name};
@@ -242,5 +243,9 @@ fn open_reader(
             icmp.clone(),
             block_cache,
         )?)),
+        TableFormat::HTable => Ok(Arc::new(HashedTable::new(
+            HTable::open(file, path, number, opts.htable.clone(), block_cache)?,
+            number,
+        ))),
     }
 }

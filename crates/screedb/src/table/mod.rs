@@ -26,7 +26,7 @@ mod conformance_tests;
 mod filter;
 mod filter_policy;
 mod format;
-mod htable;
+pub mod htable;
 mod properties;
 mod reader;
 mod seam;
@@ -84,6 +84,9 @@ pub struct TableOptions {
     /// Open tables through [`crate::fs::Fs::open_mapped`] (a read-only memory map on the real
     /// file system) instead of [`crate::fs::Fs::open`]. Default: true.
     pub mmap_reads: bool,
+    /// How HTables (the trie layout's tables) are written; set from the trie layout's options,
+    /// `target_file_size` and the database's hash seed. Readers take every value from the file.
+    pub htable: HTableOptions,
 }
 
 impl Default for TableOptions {
@@ -96,6 +99,7 @@ impl Default for TableOptions {
             compression: CompressionType::Lz4,
             verify_checksums: true,
             mmap_reads: true,
+            htable: HTableOptions::default(),
         }
     }
 }

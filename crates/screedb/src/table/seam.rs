@@ -6,7 +6,8 @@
 //! bytes of its file, and the MANIFEST records each table's [`TableFormat`] code.
 //!
 //! Formats today: [`TableFormat::Sorted`], the block-based sorted table of this module
-//! (`reader.rs`, `builder.rs`). Every table file is named `<number>.sst`, as RocksDB names its
+//! (`reader.rs`, `builder.rs`), and [`TableFormat::HTable`], LSM-trie's hashed table
+//! (`htable/`). Every table file is named `<number>.sst`, as RocksDB names its
 //! block-based, plain and cuckoo tables alike: the footer, not the name, says what is inside.
 
 use std::fmt;
@@ -21,6 +22,7 @@ use crate::key::SequenceNumber;
 
 use super::TableOptions;
 use super::builder::TableBuilder;
+use super::htable::{HTableBuilder, HTableWriter};
 use super::properties::TableProperties;
 
 /// The format of a table file. The codes are written to the MANIFEST: never change or reuse one.
@@ -29,16 +31,20 @@ pub enum TableFormat {
     /// The block-based sorted table (`table/mod.rs`): data blocks, filter, index, properties.
     #[default]
     Sorted,
+    /// LSM-trie's HTable (`table/htable/`): fixed-size buckets placed by the key's hash, one
+    /// bucket read per lookup, no key order.
+    HTable,
 }
 
 impl TableFormat {
     /// Every format, in code order (the conformance suite runs over all of them).
-    pub const ALL: [TableFormat; 1] = [TableFormat::Sorted];
+    pub const ALL: [TableFormat; 2] = [TableFormat::Sorted, TableFormat::HTable];
 
     /// True when the file stores entries in key order, so offsets grow with keys.
     pub fn keeps_key_order(self) -> bool {
         match self {
             TableFormat::Sorted => true,
+            TableFormat::HTable => false,
         }
     }
 
@@ -46,6 +52,7 @@ impl TableFormat {
     pub fn code(self) -> u8 {
         match self {
             TableFormat::Sorted => 0,
+            TableFormat::HTable => 1,
         }
     }
 
@@ -56,13 +63,18 @@ impl TableFormat {
 
     /// The format whose footer ends with `magic`.
     pub fn from_magic(magic: u64) -> Option<TableFormat> {
-        (magic == super::TABLE_MAGIC).then_some(TableFormat::Sorted)
+        match magic {
+            super::TABLE_MAGIC => Some(TableFormat::Sorted),
+            super::htable::HTABLE_MAGIC => Some(TableFormat::HTable),
+            _ => None,
+        }
     }
 
     /// A short name for messages and `screedb dump-table`.
     pub fn name(self) -> &'static str {
         match self {
             TableFormat::Sorted => "sorted",
+            TableFormat::HTable => "hashed",
         }
     }
 }
@@ -127,10 +139,18 @@ pub trait TableReader: Send + Sync + fmt::Debug {
 
 /// Writes one table file of some format from entries in internal-key order.
 pub trait TableWriter: Send + fmt::Debug {
-    /// Adds an entry; internal keys must increase.
+    /// The format being written.
+    fn format(&self) -> TableFormat;
+    /// Adds an entry; internal keys must increase (a format that places entries by hash
+    /// takes them in any order).
     fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()>;
     /// The size the file would have if finished now (for cutting outputs by size).
     fn estimated_file_size(&self) -> u64;
+    /// True when the table should be finished before the next user key: by default once
+    /// [`TableWriter::estimated_file_size`] reaches `target_file_size`.
+    fn is_full(&self, target_file_size: u64) -> bool {
+        self.estimated_file_size() >= target_file_size
+    }
     /// Writes the rest of the file and syncs it; returns its size and properties.
     fn finish(self: Box<Self>) -> Result<(u64, TableProperties)>;
 }
@@ -168,5 +188,10 @@ pub fn create_writer(
             file,
             path.to_path_buf(),
         )),
+        TableFormat::HTable => Box::new(HTableWriter(HTableBuilder::new(
+            opts.htable.clone(),
+            file,
+            path.to_path_buf(),
+        ))),
     })
 }

@@ -208,6 +208,7 @@ proptest! {
             compression: if lz4 { CompressionType::Lz4 } else { CompressionType::None },
             verify_checksums: true,
             mmap_reads: true,
+            htable: HTableOptions::default(),
         };
         let (bytes, props) = build(&opts, &es);
         prop_assert_eq!(props.num_entries, es.len() as u64);

@@ -17,6 +17,8 @@ pub struct VersionBuilder<'a> {
     guards: Vec<Vec<Vec<u8>>>,
     /// Tables of the base version that the edits removed (a re-added one is a move).
     removed: HashMap<u64, FileRef>,
+    /// Seed of the key hash, if an edit set it.
+    hash_seed: Option<u64>,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -29,6 +31,7 @@ impl<'a> VersionBuilder<'a> {
             added: vec![Vec::new(); n],
             guards: (0..n).map(|l| base.guards(l).to_vec()).collect(),
             removed: HashMap::new(),
+            hash_seed: None,
         }
     }
 
@@ -44,6 +47,9 @@ impl<'a> VersionBuilder<'a> {
                 ))
             }
         };
+        if let Some(seed) = edit.hash_seed {
+            self.hash_seed = Some(seed);
+        }
         for &(level, number) in &edit.deleted_files {
             let level = check(level)?;
             if let Some(f) = self.base.files(level).iter().find(|f| f.number == number) {
@@ -144,6 +150,7 @@ impl<'a> VersionBuilder<'a> {
         Version {
             icmp,
             layout: self.base.layout,
+            hash_seed: self.hash_seed.unwrap_or(self.base.hash_seed),
             level_bytes: Version::sizes_of(&levels),
             levels,
             run_metas: Version::metas_of(&runs),

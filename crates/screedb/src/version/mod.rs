@@ -41,6 +41,8 @@ use crate::table::Probe;
 pub struct Version {
     icmp: InternalKeyComparator,
     layout: LayoutKind,
+    /// Seed of the key hash (hashed layouts; 0 otherwise), from the MANIFEST.
+    hash_seed: u64,
     levels: Vec<Vec<FileRef>>,
     /// Per level, the total size of its tables (`level_bytes`, read by every write's stall check:
     /// summing thousands of tables per write was measurable at 50M keys).
@@ -138,6 +140,7 @@ impl Version {
         Version {
             icmp,
             layout,
+            hash_seed: 0,
             levels: vec![Vec::new(); num_levels],
             level_bytes: vec![0; num_levels],
             runs: vec![Vec::new(); num_levels],
@@ -151,6 +154,11 @@ impl Version {
     /// The layout of levels >= 1.
     pub fn layout(&self) -> LayoutKind {
         self.layout
+    }
+
+    /// Seed of the key hash of a hashed layout (0 for the others).
+    pub fn hash_seed(&self) -> u64 {
+        self.hash_seed
     }
 
     /// The seek counters of this version's guards (FLSM's seek compaction).
@@ -257,6 +265,24 @@ impl Version {
             })
             .cloned()
             .collect()
+    }
+
+    /// The tables of `level` that may hold `user_key`: at level 0 those whose key range covers
+    /// it; below, the ones the layout routes the key to.
+    pub fn tables_for_key(&self, level: usize, user_key: &[u8]) -> Vec<&FileRef> {
+        if level == 0 {
+            let ucmp = self.icmp.user();
+            return self
+                .files(0)
+                .iter()
+                .filter(|f| {
+                    ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
+                        && ucmp.compare(user_key, f.largest_user_key()) != Ordering::Greater
+                })
+                .collect();
+        }
+        let target = key::make_internal_key(user_key, key::MAX_SEQUENCE, ValueKind::FOR_SEEK);
+        layout::point_candidates(self, level, user_key, &target)
     }
 
     /// Index of the first table of sorted level `level` (>= 1) whose largest key is >= `ikey`.
@@ -387,6 +413,17 @@ impl Version {
             let disjoint = match self.layout {
                 LayoutKind::Leveled => true,
                 LayoutKind::Flsm => false,
+                LayoutKind::Trie => {
+                    // Every table sits in a container of its level.
+                    let containers = 8u64.checked_pow(level as u32).unwrap_or(u64::MAX);
+                    if let Some(f) = files.iter().find(|f| f.route >= containers) {
+                        return Err(format!(
+                            "table {} of level {level} has route {}, past the level's {containers} containers",
+                            f.number, f.route
+                        ));
+                    }
+                    false
+                }
             };
             if disjoint {
                 for pair in files.windows(2) {

@@ -79,12 +79,13 @@ impl VersionSet {
     ) -> Self {
         let obsolete = Arc::new(ObsoleteFiles::new(Arc::clone(&fs), dir.clone(), tables));
         let (num_levels, max_manifest_size) = (options.num_levels, options.max_manifest_file_size);
-        let current = Arc::new(Version::empty(
-            icmp.clone(),
-            layout.unwrap_or(LayoutKind::Flsm),
-            num_levels,
-            Arc::clone(&obsolete),
-        ));
+        let kind = layout.unwrap_or(LayoutKind::Flsm);
+        let mut empty = Version::empty(icmp.clone(), kind, num_levels, Arc::clone(&obsolete));
+        if kind.is_hashed() {
+            // A new database's seed; recovering an existing one replaces it with the stored.
+            empty.hash_seed = crate::layout::trie::new_hash_seed();
+        }
+        let current = Arc::new(empty);
         VersionSet {
             fs,
             dir,
@@ -227,6 +228,11 @@ impl VersionSet {
         let mut edit = VersionEdit {
             comparator: Some(self.icmp.user().name().to_owned()),
             layout: Some(self.current.layout()),
+            hash_seed: self
+                .current
+                .layout()
+                .is_hashed()
+                .then(|| self.current.hash_seed()),
             log_number: Some(self.log_number),
             prev_log_number: Some(self.prev_log_number),
             next_file_number: Some(self.next_file_number),

@@ -65,6 +65,7 @@
 //! deletions work.
 
 mod builder;
+mod engine;
 mod format;
 mod hash;
 mod iter;
@@ -77,6 +78,7 @@ mod tests_corruption;
 mod verify;
 
 pub use builder::HTableBuilder;
+pub use engine::{HTableWriter, HashedTable};
 pub use hash::{KeyHash, MAX_TRIE_DEPTH, bucket_count_for};
 pub use iter::HTableIterator;
 pub use reader::HTable;

@@ -65,8 +65,9 @@ impl fmt::Debug for HTable {
 impl HTable {
     /// Opens the HTable `file` (named `path`, number `file_number` in the block cache). Checks
     /// the footer, loads and checks the filter, migration, overflow-index and properties blocks
-    /// (always checksum-verified), and refuses a table built with another hash seed than
-    /// `opts.hash_seed`. `opts.bucket_bytes` and `num_buckets` are ignored: the file says.
+    /// (always checksum-verified). `opts.hash_seed`, `bucket_bytes` and `num_buckets` are
+    /// ignored: the file says (probes hash with [`HTable::hash_seed`]; the trie layout checks
+    /// that it is the database's).
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
@@ -93,14 +94,6 @@ impl HTable {
         let data = read(footer.properties)?;
         let mut props = format::decode_properties(&data)
             .ok_or_else(|| bad(footer.properties, "properties block does not decode".into()))?;
-        if props.hash_seed != opts.hash_seed {
-            return Err(Error::invalid(format!(
-                "{} was built with hash seed {:#x}, opened with {:#x}",
-                path.display(),
-                props.hash_seed,
-                opts.hash_seed
-            )));
-        }
 
         let data = read(footer.filter)?;
         let filters = decode_filters(&data, n)
@@ -161,6 +154,11 @@ impl HTable {
     /// The table's properties.
     pub fn properties(&self) -> &HTableProperties {
         &self.props
+    }
+
+    /// The seed of the key hash the table was built with.
+    pub fn hash_seed(&self) -> u64 {
+        self.props.hash_seed
     }
 
     /// The table's file.

@@ -1,0 +1,188 @@
+//! The trie layout (LSM-trie, Wu et al., USENIX ATC'15; docs/lsm-trie.md): levels >= 1 form a
+//! trie of containers addressed by the key's hash, each holding a pile of HTables.
+//!
+//! Every user key is hashed once with the database's seeded 128-bit hash (the seed is in the
+//! MANIFEST, tag 14); bits `[3 d, 3 d + 3)` pick the child at depth `d`, so the container of a
+//! key at level `l >= 1` is its *route*: the first `l` children as one number
+//! ([`route_of`]). Level 0 holds flushed HTables (route 0), newest first, as every layout's.
+//! A container's tables are ordered by age (sequence ranges), newest first; every table is
+//! newer than everything below it on its path, so a lookup walks level 0, then one container
+//! per level, and stops at the first visible version.
+//!
+//! Compaction ([`Trie`]) never reads or rewrites the level below: it takes a container's oldest
+//! tables and splits their items by the next 3 hash bits into new tables appended to the piles
+//! of the 8 children. The last level is merged in place (shadowed versions and tombstones
+//! dropped) when a container holds too many tables. The layout keeps no key order: iterators,
+//! ranges and size estimates are [`crate::Error::NotSupported`].
+
+mod strategy;
+
+pub use strategy::Trie;
+
+use crate::error::{Error, Result};
+use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH};
+use crate::version::{FileRef, Version};
+
+/// Options of the trie layout, carried by [`crate::Layout::Trie`]. The HTable size is
+/// `Options::target_file_size` (32 MiB in the paper; the engine's default 64 MiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrieOptions {
+    /// Bytes of one HTable bucket (a power of two from 512 to 65536). Default: 4096.
+    pub bucket_bytes: usize,
+    /// A table is finished once its items fill this percentage of its buckets. Default: 90
+    /// (the paper: 95; its code: 75 "for large values").
+    pub fill_percent: u32,
+    /// Bloom filter bits per key in each bucket's filter. Default: 16 (the paper's Table 1:
+    /// with many tables on a lookup path, 10 bits let the false positives add up).
+    pub filter_bits_per_key: u32,
+    /// A container of a level above the last is split into its children once it holds this
+    /// many tables; that many of its oldest tables are split. Default: 8 (the paper's code:
+    /// about 7.2 tables of volume).
+    pub split_tables: usize,
+    /// A container of the last level is merged in place once it holds more than this many
+    /// tables. Default: 16.
+    pub max_tables_per_container: usize,
+}
+
+impl Default for TrieOptions {
+    fn default() -> Self {
+        TrieOptions::DEFAULT
+    }
+}
+
+impl TrieOptions {
+    /// The defaults, as a constant.
+    pub const DEFAULT: TrieOptions = TrieOptions {
+        bucket_bytes: 4096,
+        fill_percent: 90,
+        filter_bits_per_key: 16,
+        split_tables: 8,
+        max_tables_per_container: 16,
+    };
+
+    /// Checks that every option is in range; the error names the option.
+    pub fn validate(&self) -> Result<()> {
+        let check = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("option {what}")))
+            }
+        };
+        check(
+            self.bucket_bytes.is_power_of_two() && (512..=65536).contains(&self.bucket_bytes),
+            "trie.bucket_bytes must be a power of two from 512 to 65536",
+        )?;
+        check(
+            (10..=100).contains(&self.fill_percent),
+            "trie.fill_percent must be between 10 and 100",
+        )?;
+        check(
+            self.filter_bits_per_key <= 64,
+            "trie.filter_bits_per_key must be at most 64",
+        )?;
+        check(
+            (1..=1024).contains(&self.split_tables),
+            "trie.split_tables must be between 1 and 1024",
+        )?;
+        check(
+            (2..=1024).contains(&self.max_tables_per_container),
+            "trie.max_tables_per_container must be between 2 and 1024",
+        )
+    }
+}
+
+/// The most levels a trie database may have: level 0 plus one per trie depth the hash spans.
+pub const MAX_TRIE_LEVELS: usize = MAX_TRIE_DEPTH as usize + 1;
+
+/// The container of `hash` at `level`: the children of depths `0..level` as one number, 3 bits
+/// each, the first child in the highest bits (0 at level 0).
+pub fn route_of(hash: &KeyHash, level: usize) -> u64 {
+    (0..level as u32).fold(0, |route, depth| {
+        (route << 3) | u64::from(hash.trie_child(depth))
+    })
+}
+
+/// The container of `user_key` at `level` in a database whose hash seed is `seed`.
+pub fn route_of_key(seed: u64, user_key: &[u8], level: usize) -> u64 {
+    route_of(&KeyHash::of(seed, user_key), level)
+}
+
+/// A fresh hash seed for a new trie database (randomised per process and call, so two
+/// databases do not share their bucket placement).
+pub fn new_hash_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// The tables of one level >= 1 (sorted by smallest key) as containers: the tables of each
+/// route, newest first, containers in route order. These are the level's "runs".
+pub(crate) fn containers(files: &[FileRef]) -> Vec<Vec<FileRef>> {
+    let mut by_route: Vec<FileRef> = files.to_vec();
+    by_route.sort_by(|a, b| {
+        a.route
+            .cmp(&b.route)
+            .then(b.largest_seq.cmp(&a.largest_seq))
+            .then(b.number.cmp(&a.number))
+    });
+    let mut out: Vec<Vec<FileRef>> = Vec::new();
+    for f in by_route {
+        match out.last_mut() {
+            Some(c) if c[0].route == f.route => c.push(f),
+            _ => out.push(vec![f]),
+        }
+    }
+    out
+}
+
+/// The tables of `level` (>= 1) that may hold `user_key`: its container's, newest first.
+pub(crate) fn candidates<'v>(
+    version: &'v Version,
+    level: usize,
+    user_key: &[u8],
+) -> Vec<&'v FileRef> {
+    let route = route_of_key(version.hash_seed(), user_key, level);
+    let containers = version.runs(level);
+    match containers.binary_search_by(|c| c[0].route.cmp(&route)) {
+        Ok(i) => containers[i].iter().collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_extends_its_parents_route_by_three_bits() {
+        for i in 0..200u32 {
+            let key = i.to_le_bytes();
+            let hash = KeyHash::of(7, &key);
+            assert_eq!(route_of(&hash, 0), 0);
+            for level in 1..MAX_TRIE_LEVELS {
+                let route = route_of(&hash, level);
+                assert!(route < 8u64.pow(level as u32));
+                assert_eq!(route >> 3, route_of(&hash, level - 1));
+                assert_eq!(route & 7, u64::from(hash.trie_child(level as u32 - 1)));
+            }
+        }
+    }
+
+    #[test]
+    fn options_out_of_range_are_named() {
+        let bad = TrieOptions {
+            bucket_bytes: 3000,
+            ..TrieOptions::default()
+        };
+        let err = bad.validate().unwrap_err().to_string();
+        assert!(err.contains("trie.bucket_bytes"), "{err}");
+        TrieOptions::default().validate().unwrap();
+    }
+}

@@ -1,0 +1,105 @@
+//! Trie compaction: split a container's oldest tables into its 8 children; merge a full
+//! container of the last level in place.
+//!
+//! - level 0 -> 1: once level 0 holds `l0_compaction_trigger` tables, all of them are split by
+//!   the first 3 hash bits into the level-1 containers;
+//! - level `n` -> `n + 1` (`n` above the last level): a container holding `split_tables` tables
+//!   gives its `split_tables` oldest, split by the next 3 bits; nothing below is read;
+//! - the last level: a container holding more than `max_tables_per_container` tables is merged
+//!   in place, which drops shadowed versions and (nothing being older) tombstones.
+//!
+//! Containers of one level are independent, so jobs on different containers run in parallel;
+//! inputs are registered as busy files.
+
+use crate::compaction::{Choice, CompactionStrategy, MergeSpec, OutputPlan, State};
+use crate::options::{Layout, Options};
+use crate::version::{FileRef, Version};
+
+use super::TrieOptions;
+
+/// The trie strategy (its options come from `Options::layout`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Trie;
+
+fn options_of(options: &Options) -> &TrieOptions {
+    match &options.layout {
+        Layout::Trie(trie) => trie,
+        Layout::Leveled | Layout::Flsm(_) => &TrieOptions::DEFAULT,
+    }
+}
+
+fn merge(inputs: Vec<FileRef>, level: usize, output_level: usize, options: &Options) -> Choice {
+    Choice::Merge(MergeSpec {
+        inputs: vec![(level, inputs)],
+        output_level,
+        output: OutputPlan::ByHash {
+            target_file_size: options.target_file_size,
+        },
+        seek: false,
+    })
+}
+
+fn busy(state: &State, files: &[FileRef]) -> bool {
+    files.iter().any(|f| state.busy_files.contains(&f.number))
+}
+
+impl CompactionStrategy for Trie {
+    fn name(&self) -> &'static str {
+        "trie"
+    }
+
+    fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
+        let trie = options_of(options);
+        let last = version.num_levels() - 1;
+        let level0 = version.files(0);
+        if level0.len() >= options.l0_compaction_trigger && !busy(state, level0) {
+            return merge(level0.to_vec(), 0, 1, options);
+        }
+        // The fullest container first, shallow levels before deep ones on a tie.
+        let mut due: Option<(usize, usize, &Vec<FileRef>)> = None;
+        for level in 1..=last {
+            let limit = if level < last {
+                trie.split_tables
+            } else {
+                trie.max_tables_per_container + 1
+            };
+            for container in version.runs(level) {
+                let over = container.len() >= limit && due.is_none_or(|d| container.len() > d.1);
+                if over && !busy(state, container) {
+                    due = Some((level, container.len(), container));
+                }
+            }
+        }
+        let Some((level, _, container)) = due else {
+            return Choice::DoNothing;
+        };
+        if level == last {
+            return merge(container.clone(), level, level, options);
+        }
+        // Newest first: the oldest `split_tables` are the tail.
+        let oldest = container[container.len() - trie.split_tables..].to_vec();
+        merge(oldest, level, level + 1, options)
+    }
+
+    /// The trie keeps no key order: a manual compaction covers whole levels (`start` and `end`
+    /// are not consulted). Every table of `level` is split into the level below, or merged in
+    /// place at the last level.
+    fn manual(
+        &self,
+        version: &Version,
+        options: &Options,
+        level: usize,
+        _start: Option<&[u8]>,
+        _end: Option<&[u8]>,
+    ) -> Option<MergeSpec> {
+        let inputs = version.files(level).to_vec();
+        if inputs.is_empty() {
+            return None;
+        }
+        let output_level = (level + 1).min(version.num_levels() - 1);
+        match merge(inputs, level, output_level, options) {
+            Choice::Merge(spec) => Some(spec),
+            Choice::DoNothing | Choice::Move { .. } => None,
+        }
+    }
+}

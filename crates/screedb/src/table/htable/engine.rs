@@ -1,0 +1,174 @@
+//! The HTable behind the engine's table seam: [`HashedTable`] is its [`TableReader`] and
+//! [`HTableWriter`] its [`TableWriter`], so versions, compaction, check and repair use HTables
+//! like any other table (`crate::table::seam`).
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{HProbe, HTable, HTableBuilder, HTableProperties, KeyHash};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{self, ValueKind};
+use crate::table::{Lookup, Probe, TableFormat, TableProperties, TableReader, TableWriter};
+
+/// An open HTable as a [`TableReader`].
+#[derive(Debug)]
+pub struct HashedTable {
+    table: Arc<HTable>,
+    file_number: u64,
+    /// The properties every format shares, taken from the HTable's own.
+    common: TableProperties,
+}
+
+impl HashedTable {
+    /// Wraps an open HTable numbered `file_number`.
+    pub fn new(table: HTable, file_number: u64) -> HashedTable {
+        let common = common_properties(table.properties());
+        HashedTable {
+            table: Arc::new(table),
+            file_number,
+            common,
+        }
+    }
+
+    /// The HTable itself (its own properties, counters and seed).
+    pub fn htable(&self) -> &HTable {
+        &self.table
+    }
+}
+
+/// The properties shared by every format, from an HTable's.
+fn common_properties(p: &HTableProperties) -> TableProperties {
+    TableProperties {
+        smallest_key: p.smallest_key.clone(),
+        largest_key: p.largest_key.clone(),
+        num_entries: p.num_entries,
+        num_deletions: p.num_deletions,
+        raw_key_bytes: p.raw_key_bytes,
+        raw_value_bytes: p.raw_value_bytes,
+        data_bytes: u64::from(p.num_buckets) * u64::from(p.bucket_bytes) + p.overflow_bytes,
+        filter_bytes: p.filter_bytes,
+        smallest_seq: p.smallest_seq,
+        largest_seq: p.largest_seq,
+        ..TableProperties::default()
+    }
+}
+
+impl TableReader for HashedTable {
+    fn format(&self) -> TableFormat {
+        TableFormat::HTable
+    }
+
+    fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    fn path(&self) -> &Path {
+        self.table.path()
+    }
+
+    fn extent(&self) -> u64 {
+        self.table.properties().file_size
+    }
+
+    fn properties(&self) -> &TableProperties {
+        &self.common
+    }
+
+    fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe> {
+        let snapshot = key::parse_internal_key(target).map_or(key::MAX_SEQUENCE, |k| k.seq);
+        let hash = KeyHash::of(self.table.hash_seed(), user_key);
+        Ok(match self.table.probe(&hash, user_key, snapshot)? {
+            HProbe::Filtered => Probe::Filtered,
+            HProbe::Missed => Probe::Missed,
+            HProbe::Hit { kind, value, seq } => {
+                let found = match kind {
+                    ValueKind::Value => Lookup::Found(value),
+                    ValueKind::Deletion => Lookup::Deleted,
+                };
+                Probe::Hit(found, seq)
+            }
+        })
+    }
+
+    /// Every entry sorted in memory (an HTable stores none in order): for compaction, check,
+    /// repair and dumps, never for user iterators (the trie layout has none).
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        match self.table.sorted_iter() {
+            Ok(it) => Box::new(it),
+            Err(e) => Box::new(FailedIterator(e)),
+        }
+    }
+
+    /// Entries are placed by hash, so no offset follows the key: 0 for every key.
+    fn approximate_offset_of(&self, _ikey: &[u8]) -> u64 {
+        0
+    }
+
+    fn verify(&self) -> Result<()> {
+        self.table.verify()
+    }
+
+    fn metadata_bytes(&self) -> u64 {
+        self.table.metadata_bytes()
+    }
+}
+
+/// An iterator that never positions and reports why.
+struct FailedIterator(Error);
+
+impl InternalIterator for FailedIterator {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _target: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        Err(self.0.clone())
+    }
+}
+
+/// An [`HTableBuilder`] as a [`TableWriter`]: full (time to cut) when its items reach the fill
+/// percentage of its buckets, whatever the target size says.
+pub struct HTableWriter(pub(crate) HTableBuilder);
+
+impl fmt::Debug for HTableWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HTableWriter")
+            .field("entries", &self.0.num_entries())
+            .finish()
+    }
+}
+
+impl TableWriter for HTableWriter {
+    fn format(&self) -> TableFormat {
+        TableFormat::HTable
+    }
+
+    fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.0.add(ikey, value)
+    }
+
+    fn estimated_file_size(&self) -> u64 {
+        self.0.estimated_bytes()
+    }
+
+    fn is_full(&self, _target_file_size: u64) -> bool {
+        self.0.is_full()
+    }
+
+    fn finish(self: Box<Self>) -> Result<(u64, TableProperties)> {
+        let props = self.0.finish()?;
+        Ok((props.file_size, common_properties(&props)))
+    }
+}

@@ -1,0 +1,241 @@
+//! The trie layout against a `BTreeMap`: puts, deletes, batches, gets at snapshots held across
+//! compactions, flushes, full compactions and reopens, with options so small that every level
+//! of the trie fills, splits and is merged in place; `screedb check` stays clean, and every
+//! call that needs key order answers `NotSupported`.
+//!
+//! `SCREEDB_MODEL_SEED` replays one seed (printed on failure).
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use screedb::check::{check_database, stored_layout};
+use screedb::fs::MemFs;
+use screedb::{
+    Db, Error, Layout, LayoutKind, Options, ReadOptions, TrieOptions, WriteBatch, WriteOptions,
+};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+fn seed() -> u64 {
+    let seed = std::env::var("SCREEDB_MODEL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(7, |d| d.as_nanos() as u64)
+        });
+    eprintln!("trie_model: SCREEDB_MODEL_SEED={seed}");
+    seed
+}
+
+/// Tiny tables (a few KiB of buckets), two-table piles and four levels: every mechanism of the
+/// layout runs within a few thousand writes.
+fn options(fs: Arc<MemFs>) -> Options {
+    Options {
+        create_if_missing: true,
+        fs,
+        layout: Layout::Trie(TrieOptions {
+            bucket_bytes: 512,
+            split_tables: 2,
+            max_tables_per_container: 2,
+            ..TrieOptions::default()
+        }),
+        write_buffer_size: 8 << 10,
+        target_file_size: 8 << 10,
+        l0_compaction_trigger: 2,
+        num_levels: 4,
+        block_cache_bytes: 32 << 10,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+fn value(i: u64, step: u64) -> Vec<u8> {
+    let mut v = format!("v{i}.{step}.").into_bytes();
+    v.resize(8 + (step % 60) as usize, b'x');
+    v
+}
+
+fn assert_matches(db: &Db, model: &Model, keys: u64, what: &str) {
+    for i in 0..keys {
+        let k = key(i);
+        assert_eq!(
+            db.get(&k).unwrap(),
+            model.get(&k).cloned(),
+            "{what}: key {}",
+            String::from_utf8_lossy(&k)
+        );
+    }
+}
+
+#[test]
+fn the_trie_layout_matches_a_model_across_compactions_and_reopens() {
+    let seed = seed();
+    let mut rng = Rng(seed);
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/trie");
+    let keys = 600;
+    let mut model = Model::new();
+    let mut db = Db::open(dir, options(fs.clone())).unwrap();
+    // Snapshots held across writes and compactions: (snapshot, model at that moment).
+    let mut held = Vec::new();
+    for step in 0..6000u64 {
+        let i = rng.below(keys);
+        match rng.below(100) {
+            0..=59 => {
+                db.put(key(i), value(i, step)).unwrap();
+                model.insert(key(i), value(i, step));
+            }
+            60..=74 => {
+                db.delete(key(i)).unwrap();
+                model.remove(&key(i));
+            }
+            75..=84 => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..1 + rng.below(6) {
+                    let j = rng.below(keys);
+                    if rng.below(3) == 0 {
+                        batch.delete(key(j));
+                        model.remove(&key(j));
+                    } else {
+                        batch.put(key(j), value(j, step));
+                        model.insert(key(j), value(j, step));
+                    }
+                }
+                db.write(batch, &WriteOptions::default()).unwrap();
+            }
+            85..=94 => {
+                assert_eq!(
+                    db.get(key(i)).unwrap(),
+                    model.get(&key(i)).cloned(),
+                    "step {step}"
+                );
+            }
+            95 if held.len() < 4 => held.push((db.snapshot(), model.clone())),
+            96 => db.flush().unwrap(),
+            97 if step % 5 == 0 => db.compact_range(None, None).unwrap(),
+            98 if step % 7 == 0 => {
+                held.clear();
+                db.close().unwrap();
+                db = Db::open(dir, options(fs.clone())).unwrap();
+                assert_matches(&db, &model, keys, &format!("after reopen at step {step}"));
+            }
+            _ => {
+                if let Some((snapshot, then)) = held.first() {
+                    let j = rng.below(keys);
+                    assert_eq!(
+                        db.get_with(key(j), &ReadOptions::at(snapshot)).unwrap(),
+                        then.get(&key(j)).cloned(),
+                        "step {step}: snapshot read of key {j}"
+                    );
+                }
+                if rng.below(4) == 0 {
+                    held.pop();
+                }
+            }
+        }
+    }
+    for (snapshot, then) in &held {
+        for i in 0..keys {
+            assert_eq!(
+                db.get_with(key(i), &ReadOptions::at(snapshot)).unwrap(),
+                then.get(&key(i)).cloned()
+            );
+        }
+    }
+    drop(held);
+    db.wait_for_idle().unwrap();
+    assert_matches(&db, &model, keys, "at the end");
+    let stats = db.stats();
+    assert!(
+        stats.files_per_level.iter().skip(2).any(|&n| n > 0),
+        "the trie grew below level 1: {:?}",
+        stats.files_per_level
+    );
+    db.compact_range(None, None).unwrap();
+    assert_matches(&db, &model, keys, "after a full compaction");
+    db.close().unwrap();
+
+    let o = options(fs.clone());
+    assert_eq!(stored_layout(dir, &o).unwrap(), LayoutKind::Trie);
+    let report = check_database(dir, &o).unwrap();
+    assert!(report.tables > 0, "{report:?}");
+    let db = Db::open(dir, o).unwrap();
+    assert_matches(&db, &model, keys, "after the check");
+}
+
+#[test]
+fn calls_that_need_key_order_are_not_supported() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/trie", options(fs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    let not_supported = |e: Error| {
+        assert!(
+            matches!(e, Error::NotSupported { layout: "trie", .. }),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("the trie layout does not support"),
+            "{e}"
+        );
+    };
+    not_supported(db.iter(&ReadOptions::default()).unwrap_err());
+    not_supported(db.range(b"a".as_slice()..b"z".as_slice()).unwrap_err());
+    not_supported(db.prefix(b"a").unwrap_err());
+    not_supported(db.approximate_sizes(&[(b"a", b"z")]).unwrap_err());
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+}
+
+#[test]
+fn the_trie_layout_refuses_a_custom_comparator_and_another_layout() {
+    #[derive(Debug)]
+    struct Reverse;
+    impl screedb::Comparator for Reverse {
+        fn name(&self) -> &str {
+            "test.reverse"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+            b.cmp(a)
+        }
+    }
+    let fs = Arc::new(MemFs::new());
+    let o = Options {
+        comparator: Arc::new(Reverse),
+        ..options(fs.clone())
+    };
+    let err = Db::open("/trie", o).unwrap_err().to_string();
+    assert!(err.contains("bytewise comparator"), "{err}");
+
+    Db::open("/trie", options(fs.clone()))
+        .unwrap()
+        .close()
+        .unwrap();
+    let flsm = Options {
+        layout: Layout::default(),
+        ..options(fs)
+    };
+    let err = Db::open("/trie", flsm).unwrap_err().to_string();
+    assert!(err.contains("trie") && err.contains("flsm"), "{err}");
+}
