@@ -133,12 +133,18 @@ proptest! {
     fn round_trips_against_a_model(
         items in items_strategy(),
         buckets in prop::sample::select(vec![2u32, 3, 5, 11, 31]),
+        bucket_bytes in prop::sample::select(vec![512usize, 4096]),
         seed in any::<u64>(),
         cached in any::<bool>(),
     ) {
         let fs = MemFs::new();
         let path = PathBuf::from("000001.ht");
-        let opts = HTableOptions { num_buckets: buckets, hash_seed: seed, ..HTableOptions::default() };
+        let opts = HTableOptions {
+            num_buckets: buckets,
+            bucket_bytes,
+            hash_seed: seed,
+            ..HTableOptions::default()
+        };
         let props = build(&fs, &path, &opts, &items);
         let cache = cached.then(|| Arc::new(BlockCache::new(1 << 20)));
         let t = open(&fs, &path, &opts, cache).unwrap();
