@@ -264,7 +264,7 @@ fn properties_count_what_was_added() {
 #[test]
 fn balanced_at_90_percent_with_one_bucket_read_and_rare_false_positives() {
     let (mut present, mut reads, mut absent, mut passed) = (0u64, 0u64, 0u64, 0u64);
-    let (mut migrations, mut migrated) = (0u64, 0u64);
+    let (mut migrations, mut migrated, mut metadata) = (0u64, 0u64, 0u64);
     for seed in 0..20u64 {
         let fs = MemFs::new();
         let path = PathBuf::from("b.ht");
@@ -302,6 +302,7 @@ fn balanced_at_90_percent_with_one_bucket_read_and_rare_false_positives() {
             ));
         }
         present += keys.len() as u64;
+        metadata += t.metadata_bytes();
         reads += t.stats().bucket_reads + t.stats().overflow_reads;
         let before = t.stats();
         for _ in 0..keys.len() * 3 {
@@ -317,7 +318,9 @@ fn balanced_at_90_percent_with_one_bucket_read_and_rare_false_positives() {
     let fp = passed as f64 / absent as f64;
     eprintln!(
         "balance: {present} keys, {per_lookup:.4} buckets read per lookup, false positives {fp:.5} \
-         ({passed} of {absent}), {migrations} migration records moving {migrated} entries"
+         ({passed} of {absent}), {migrations} migration records moving {migrated} entries, \
+         {:.2} bytes of metadata in memory per key",
+        metadata as f64 / present as f64
     );
     assert!(per_lookup <= 1.01, "{per_lookup}");
     assert!(fp <= 0.001, "{fp}");
