@@ -14,6 +14,9 @@
 //! Every block is written in the entry format of [`BlockBuilder`] and followed by the trailer of
 //! `format.rs` (compression type + masked CRC32C). The full byte tables are in
 //! `docs/format.md`.
+//!
+//! `htable/` holds the other table format, LSM-trie's hashed tables ([`HTable`]): buckets placed by
+//! a hash of the user key instead of key order, told apart by their footer magic ([`is_htable`]).
 
 mod block;
 mod block_builder;

@@ -171,6 +171,13 @@ impl HTableBuilder {
                     .sum(),
             })
             .collect();
+        if let Some(g) = groups.iter().find(|g| g.bytes > u64::from(u32::MAX)) {
+            return Err(Error::invalid(format!(
+                "{}: the versions of one key take {} bytes, over the 4 GiB an overflow group can hold",
+                self.path.display(),
+                g.bytes
+            )));
+        }
         let capacity = (bucket_bytes - BUCKET_TAIL_LEN) as u64;
         let placed = plan(n, capacity, (bucket_bytes / 8) as u64, &groups);
         let mut props = self.properties_of(&entries, &spans, &placed.place);

@@ -118,7 +118,9 @@ impl HTable {
                 }) && r.iter().all(|o| {
                     o.bucket < n
                         && o.offset >= area.offset
-                        && o.offset + u64::from(o.len) <= area.offset + area.size
+                        && o.offset
+                            .checked_add(u64::from(o.len))
+                            .is_some_and(|end| end <= area.offset + area.size)
                 })
             })
             .ok_or_else(|| {
