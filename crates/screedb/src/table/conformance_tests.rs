@@ -23,9 +23,16 @@ fn icmp() -> InternalKeyComparator {
     InternalKeyComparator::new(default_comparator())
 }
 
+/// Small blocks and a small HTable (61 buckets of 512 bytes, about 30 KiB), so every table
+/// spans many blocks or buckets and a byte-flip sweep stays quick.
 fn small_blocks() -> TableOptions {
     TableOptions {
         block_size: 256,
+        htable: HTableOptions {
+            bucket_bytes: 512,
+            num_buckets: 61,
+            ..HTableOptions::default()
+        },
         ..TableOptions::default()
     }
 }
