@@ -249,7 +249,7 @@ fn power_loss_cycles(seed: u64, cycles: usize, name: &str, layout: &Layout) {
 /// since every WAL but the newest is read strictly.
 #[test]
 fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
-    for_each_layout(|name, layout| synced_write_after_a_memtable_switch(name, layout));
+    for_each_layout(synced_write_after_a_memtable_switch);
 }
 
 fn synced_write_after_a_memtable_switch(name: &str, layout: &Layout) {

@@ -229,7 +229,7 @@ fn full_disk(seed: u64, layout: &Layout) {
 
 #[test]
 fn write_failure_in_a_background_flush_is_sticky_and_loses_nothing() {
-    for_each_layout(|name, layout| write_failure_in_a_background_flush(name, layout));
+    for_each_layout(write_failure_in_a_background_flush);
 }
 
 fn write_failure_in_a_background_flush(name: &str, layout: &Layout) {
