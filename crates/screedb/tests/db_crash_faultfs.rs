@@ -12,8 +12,9 @@
 //! running after the simulated power cut cannot touch the post-crash disk. Some cycles also
 //! interrupt the recovery itself (a fault at the n-th write or sync of `open`, then a crash).
 //!
-//! `SCREEDB_CRASH_CYCLES` sets the number of crash cycles (default 150), `SCREEDB_CRASH_SEED`
-//! replays a run.
+//! Every test runs over each layout (`crash_common::for_each_layout`, docs/testing.md).
+//! `SCREEDB_CRASH_CYCLES` sets the number of crash cycles per layout (default 150),
+//! `SCREEDB_CRASH_SEED` replays a run (with `SCREEDB_TEST_LAYOUT=<name>`, only that layout's).
 
 #![allow(clippy::unwrap_used, reason = "test code")]
 
@@ -26,11 +27,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crash_common::{
-    Batch, ProcessFs, Rng, State, describe_diff, env_usize, key, matching_prefix, read_back, seed,
-    tiny_options, value,
+    Batch, ProcessFs, Rng, State, assert_stored_layout, describe_diff, env_usize, for_each_layout,
+    key, matching_prefix, read_back, seed, tiny_options, value,
 };
 use screedb::fs::{FaultFs, FaultKind, MemFs};
-use screedb::{Db, Options, WriteOptions};
+use screedb::{Db, Layout, Options, WriteOptions};
 
 const KEY_SPACE: u64 = 400;
 
@@ -48,8 +49,8 @@ enum Ending {
 }
 
 /// Options for one incarnation of the database, seeing the disk through `fs`.
-fn options(fs: &ProcessFs, rng: &mut Rng) -> Options {
-    let mut o = tiny_options(Arc::new(fs.clone()));
+fn options(fs: &ProcessFs, layout: &Layout, rng: &mut Rng) -> Options {
+    let mut o = tiny_options(Arc::new(fs.clone()), layout);
     o.write_buffer_size = (32 + 32 * rng.below(2) as usize) << 10;
     o.max_background_jobs = 1 + rng.below(2) as usize;
     if rng.percent(30) {
@@ -61,7 +62,7 @@ fn options(fs: &ProcessFs, rng: &mut Rng) -> Options {
 
 /// Opens with a fault armed at the `nth` write or sync, standing in for a power loss at that
 /// point of recovery: if the open fails, the power goes. Leaves the database closed either way.
-fn interrupted_open(fault: &FaultFs, dir: &Path, rng: &mut Rng) -> String {
+fn interrupted_open(fault: &FaultFs, dir: &Path, layout: &Layout, rng: &mut Rng) -> String {
     let kind = if rng.percent(50) {
         FaultKind::Write
     } else {
@@ -69,7 +70,7 @@ fn interrupted_open(fault: &FaultFs, dir: &Path, rng: &mut Rng) -> String {
     };
     let nth = 1 + rng.below(12);
     fault.fail_nth(kind, nth);
-    let outcome = match Db::open(dir, options(&ProcessFs::new(fault), rng)) {
+    let outcome = match Db::open(dir, options(&ProcessFs::new(fault), layout, rng)) {
         Ok(db) => {
             fault.clear_faults();
             drop_within_deadline(db);
@@ -121,7 +122,13 @@ fn drop_within_deadline(db: Db) {
 #[test]
 fn random_batches_survive_simulated_power_loss() {
     let seed = seed("random_batches_survive_simulated_power_loss");
+    // Every layout runs the full count: the whole binary takes a few seconds.
     let cycles = env_usize("SCREEDB_CRASH_CYCLES", 150);
+    for_each_layout(|name, layout| power_loss_cycles(seed, cycles, name, layout));
+}
+
+/// `cycles` crash cycles on a fresh database of `layout`, choices drawn from `seed`.
+fn power_loss_cycles(seed: u64, cycles: usize, name: &str, layout: &Layout) {
     let mut rng = Rng::new(seed);
     let fault = FaultFs::new(Arc::new(MemFs::new()));
     let dir = Path::new("/db");
@@ -137,17 +144,17 @@ fn random_batches_survive_simulated_power_loss() {
         // Sometimes recovery itself is interrupted first.
         let interrupted = rng
             .percent(20)
-            .then(|| interrupted_open(&fault, dir, &mut rng));
+            .then(|| interrupted_open(&fault, dir, layout, &mut rng));
         let fs = ProcessFs::new(&fault);
-        let db = Db::open(dir, options(&fs, &mut rng)).unwrap_or_else(|e| {
-            panic!("cycle {cycle} (seed {seed}): reopen after {last_ending:?} ({interrupted:?}) failed: {e}")
+        let db = Db::open(dir, options(&fs, layout, &mut rng)).unwrap_or_else(|e| {
+            panic!("cycle {cycle} (seed {seed}, layout {name}): reopen after {last_ending:?} ({interrupted:?}) failed: {e}")
         });
         let recovered = read_back(&db);
         let Some(j) = matching_prefix(&base, &pending, &recovered) else {
             let mut all = base.clone();
             pending.iter().for_each(|b| b.apply(&mut all));
             panic!(
-                "cycle {cycle} (seed {seed}): after {last_ending:?} ({interrupted:?}) the state \
+                "cycle {cycle} (seed {seed}, layout {name}): after {last_ending:?} ({interrupted:?}) the state \
                  is not the model \
                  after any batch issued since the last synced one ({} pending, tags {:?}).\n\
                  Against the synced state: {}\nAgainst everything issued: {}",
@@ -162,13 +169,15 @@ fn random_batches_survive_simulated_power_loss() {
             pending.iter().for_each(|b| b.apply(&mut all));
             assert!(
                 all == recovered,
-                "cycle {cycle} (seed {seed}): writes lost after a clean close: {}",
+                "cycle {cycle} (seed {seed}, layout {name}): writes lost after a clean close: {}",
                 describe_diff(&all, &recovered)
             );
         }
         base = recovered;
         pending.clear();
         if cycle == cycles {
+            drop_within_deadline(db);
+            assert_stored_layout(dir, &tiny_options(Arc::new(fs), layout), layout);
             break;
         }
 
@@ -181,8 +190,9 @@ fn random_batches_survive_simulated_power_loss() {
             if flusher {
                 s.spawn(|| {
                     while !stop.load(Ordering::Relaxed) {
-                        db.flush()
-                            .unwrap_or_else(|e| panic!("cycle {cycle}: flush failed: {e}"));
+                        db.flush().unwrap_or_else(|e| {
+                            panic!("cycle {cycle} (layout {name}): flush failed: {e}")
+                        });
                         std::thread::sleep(Duration::from_micros(300));
                     }
                 });
@@ -194,7 +204,7 @@ fn random_batches_survive_simulated_power_loss() {
                 let result = db.write(batch.to_write_batch(), &WriteOptions { sync });
                 if let Err(e) = result {
                     stop.store(true, Ordering::Relaxed);
-                    panic!("cycle {cycle}: write {tag} failed: {e}");
+                    panic!("cycle {cycle} (seed {seed}, layout {name}): write {tag} failed: {e}");
                 }
                 pending.push(batch);
                 if sync {
@@ -220,8 +230,9 @@ fn random_batches_survive_simulated_power_loss() {
             }
             Ending::Tear(keep) => fs.power_cut(|f| f.crash_tearing_last_write(keep)),
             Ending::CloseThenCrash => {
-                db.close()
-                    .unwrap_or_else(|e| panic!("cycle {cycle}: close failed: {e}"));
+                db.close().unwrap_or_else(|e| {
+                    panic!("cycle {cycle} (seed {seed}, layout {name}): close failed: {e}")
+                });
                 fault.crash();
                 last_ending = Some(ending);
                 continue;
@@ -238,11 +249,15 @@ fn random_batches_survive_simulated_power_loss() {
 /// since every WAL but the newest is read strictly.
 #[test]
 fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
+    for_each_layout(synced_write_after_a_memtable_switch);
+}
+
+fn synced_write_after_a_memtable_switch(name: &str, layout: &Layout) {
     for tear in [None, Some(3)] {
         let fault = FaultFs::new(Arc::new(MemFs::new()));
         let dir = Path::new("/db");
         let fs = ProcessFs::new(&fault);
-        let db = Db::open(dir, tiny_options(Arc::new(fs.clone()))).unwrap();
+        let db = Db::open(dir, tiny_options(Arc::new(fs.clone()), layout)).unwrap();
         let mut expected = State::new();
         // 100 unsynced writes of ~520 bytes fill more than one 32 KiB memtable: the memtable
         // switches (whether its flush finishes before the crash is left to the scheduler).
@@ -263,11 +278,11 @@ fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
             Some(keep) => fs.power_cut(|f| f.crash_tearing_last_write(keep)),
         }
         drop_within_deadline(db);
-        let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)))).unwrap();
+        let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)), layout)).unwrap();
         let recovered = read_back(&db);
         assert!(
             recovered == expected,
-            "tear {tear:?}: {}",
+            "layout {name}, tear {tear:?}: {}",
             describe_diff(&expected, &recovered)
         );
     }
@@ -280,16 +295,18 @@ fn synced_write_after_a_memtable_switch_keeps_earlier_unsynced_writes() {
 #[test]
 fn flush_racing_synced_writes_loses_nothing() {
     // The race needs luck: a few rounds make it likely on the unfixed engine.
-    for round in 0..6 {
-        flush_racing_synced_writes_round(round);
-    }
+    for_each_layout(|name, layout| {
+        for round in 0..6 {
+            flush_racing_synced_writes_round(round, name, layout);
+        }
+    });
 }
 
-fn flush_racing_synced_writes_round(round: u64) {
+fn flush_racing_synced_writes_round(round: u64, name: &str, layout: &Layout) {
     let fault = FaultFs::new(Arc::new(MemFs::new()));
     let dir = Path::new("/db");
     let fs = ProcessFs::new(&fault);
-    let db = Db::open(dir, tiny_options(Arc::new(fs.clone()))).unwrap();
+    let db = Db::open(dir, tiny_options(Arc::new(fs.clone()), layout)).unwrap();
     let mut expected = State::new();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -304,7 +321,7 @@ fn flush_racing_synced_writes_round(round: u64) {
             batch.put(&k, &v);
             if let Err(e) = db.write(batch, &WriteOptions::synced()) {
                 stop.store(true, Ordering::Relaxed);
-                panic!("round {round}: write {i}: {e}");
+                panic!("layout {name}, round {round}: write {i}: {e}");
             }
             expected.insert(k, v);
         }
@@ -313,16 +330,16 @@ fn flush_racing_synced_writes_round(round: u64) {
     let before = read_back(&db);
     assert!(
         before == expected,
-        "round {round}: lost before the crash: {}",
+        "layout {name}, round {round}: lost before the crash: {}",
         describe_diff(&expected, &before)
     );
     fs.power_cut(FaultFs::crash);
     drop_within_deadline(db);
-    let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)))).unwrap();
+    let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)), layout)).unwrap();
     let recovered = read_back(&db);
     assert!(
         recovered == expected,
-        "round {round}: {}",
+        "layout {name}, round {round}: {}",
         describe_diff(&expected, &recovered)
     );
 }
@@ -333,12 +350,16 @@ fn flush_racing_synced_writes_round(round: u64) {
 /// strictly and refused to start ("the file ends inside a fragment"), for good.
 #[test]
 fn interrupted_recovery_after_a_torn_wal_still_opens() {
+    for_each_layout(interrupted_recovery_after_a_torn_wal);
+}
+
+fn interrupted_recovery_after_a_torn_wal(name: &str, layout: &Layout) {
     let dir = Path::new("/db");
     for kind in [FaultKind::Write, FaultKind::Sync] {
         for nth in 1..=12 {
             let fault = FaultFs::new(Arc::new(MemFs::new()));
             let fs = ProcessFs::new(&fault);
-            let mut options = tiny_options(Arc::new(fs.clone()));
+            let mut options = tiny_options(Arc::new(fs.clone()), layout);
             options.write_buffer_size = 1 << 20;
             let db = Db::open(dir, options).unwrap();
             let mut synced = State::new();
@@ -362,18 +383,20 @@ fn interrupted_recovery_after_a_torn_wal_still_opens() {
             drop_within_deadline(db);
 
             fault.fail_nth(kind, nth);
-            let first = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault))));
+            let first = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)), layout));
             fault.clear_faults();
             match first {
                 Ok(db) => drop_within_deadline(db),
                 Err(_) => fault.crash(),
             }
-            let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault))))
-                .unwrap_or_else(|e| panic!("{kind:?} fault #{nth} during recovery: {e}"));
+            let db = Db::open(dir, tiny_options(Arc::new(ProcessFs::new(&fault)), layout))
+                .unwrap_or_else(|e| {
+                    panic!("layout {name}: {kind:?} fault #{nth} during recovery: {e}")
+                });
             let recovered = read_back(&db);
             assert!(
                 matching_prefix(&synced, &pending, &recovered).is_some(),
-                "{kind:?} fault #{nth}: {}",
+                "layout {name}: {kind:?} fault #{nth}: {}",
                 describe_diff(&synced, &recovered)
             );
         }

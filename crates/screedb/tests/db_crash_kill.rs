@@ -7,8 +7,11 @@
 //! - nothing else is, except possibly the one batch that was in flight (whole, never half).
 //!
 //! Then the next child continues from the same directory.
-//! `SCREEDB_CRASH_LOOPS` sets the number of kills (default 25), `SCREEDB_CRASH_SEED` replays the
-//! parent's choices.
+//!
+//! The whole run repeats for each layout (`crash_common::for_each_layout`), in a fresh directory;
+//! the child is told its parent's layout by name. `SCREEDB_CRASH_LOOPS` sets the number of kills
+//! per layout (default 25), `SCREEDB_CRASH_SEED` replays the parent's choices (with
+//! `SCREEDB_TEST_LAYOUT=<name>`, only that layout's run).
 
 #![allow(clippy::unwrap_used, reason = "test code")]
 
@@ -22,10 +25,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use crash_common::{
-    Batch, Rng, State, describe_diff, env_usize, key, read_back, seed, tiny_options, value,
+    Batch, Rng, State, assert_stored_layout, describe_diff, env_usize, for_each_layout, key,
+    layout_named, read_back, seed, tiny_options, value,
 };
 use screedb::fs::OsFs;
-use screedb::{Db, Options, WriteOptions};
+use screedb::{Db, Layout, Options, WriteOptions};
 
 /// Name of the test function the child runs.
 const CHILD_TEST: &str = "child_writes_synced_batches_until_killed";
@@ -35,6 +39,8 @@ const ENV_DIR: &str = "SCREEDB_KILL_CHILD_DIR";
 const ENV_SCENARIO: &str = "SCREEDB_KILL_CHILD_SCENARIO";
 /// Set in the child only: the tag of its first batch.
 const ENV_START: &str = "SCREEDB_KILL_CHILD_START";
+/// Set in the child only: the name of the parent's layout (`crash_common::layout_named`).
+const ENV_LAYOUT: &str = "SCREEDB_KILL_CHILD_LAYOUT";
 
 /// How long a child writes if nobody kills it.
 const CHILD_LIFETIME: Duration = Duration::from_secs(60);
@@ -64,8 +70,8 @@ impl Scenario {
     }
 }
 
-fn options() -> Options {
-    tiny_options(Arc::new(OsFs))
+fn options(layout: &Layout) -> Options {
+    tiny_options(Arc::new(OsFs), layout)
 }
 
 /// Batch `tag` of `scenario`: a function of both, so the parent can rebuild what the child wrote.
@@ -101,7 +107,9 @@ fn child_writes_synced_batches_until_killed() {
     };
     let scenario = Scenario::parse(&std::env::var(ENV_SCENARIO).unwrap());
     let mut tag: u64 = std::env::var(ENV_START).unwrap().parse().unwrap();
-    let db = Db::open(&dir, options()).unwrap();
+    // The parent's layout, whatever SCREEDB_TEST_LAYOUT says.
+    let (_, layout) = layout_named(&std::env::var(ENV_LAYOUT).unwrap());
+    let db = Db::open(&dir, options(&layout)).unwrap();
     let mut out = std::io::stdout().lock();
     // libtest has printed "test <name> ... " without a newline: start a fresh line.
     writeln!(out, "\nready").unwrap();
@@ -147,12 +155,13 @@ struct Run {
     stderr: std::thread::JoinHandle<String>,
 }
 
-fn spawn_child(dir: &Path, scenario: Scenario, start: u64) -> Run {
+fn spawn_child(dir: &Path, layout: &str, scenario: Scenario, start: u64) -> Run {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
         .env(ENV_DIR, dir)
         .env(ENV_SCENARIO, scenario.name())
         .env(ENV_START, start.to_string())
+        .env(ENV_LAYOUT, layout)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -217,7 +226,15 @@ fn acknowledged_writes_survive_kill_9() {
         return; // this is a child
     }
     let seed = seed("acknowledged_writes_survive_kill_9");
+    // 25 kills per layout: with leveled and FLSM the binary takes about 18 s instead of 7 (a
+    // kill costs a process start and a database open). When a layout joins and this grows by
+    // more than ~15 s, split the default: `per_layout(25, 12)`.
     let loops = env_usize("SCREEDB_CRASH_LOOPS", 25);
+    for_each_layout(|name, layout| kill_loops(seed, loops, name, layout));
+}
+
+/// `loops` kills of children writing to a fresh database of `layout`, choices drawn from `seed`.
+fn kill_loops(seed: u64, loops: usize, name: &'static str, layout: &Layout) {
     let mut rng = Rng::new(seed);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
@@ -236,7 +253,7 @@ fn acknowledged_writes_survive_kill_9() {
             1..=6 => Kill::After(Duration::from_millis(20 + rng.below(280))),
             _ => Kill::AfterAcks(1 + rng.below(150)),
         };
-        let mut run = spawn_child(&dir, scenario, next);
+        let mut run = spawn_child(&dir, name, scenario, next);
         let (mut ready, mut last_ack, mut acks) = (false, None, 0u64);
         let started = Instant::now();
         let reached = match kill {
@@ -286,12 +303,12 @@ fn acknowledged_writes_survive_kill_9() {
         let stderr = run.stderr.join().unwrap_or_default();
         assert!(
             reached,
-            "cycle {cycle} (seed {seed}): the child stopped or stalled before the kill \
+            "cycle {cycle} (seed {seed}, layout {name}): the child stopped or stalled before the kill \
              ({kill:?}, {scenario:?}, {acks} acks, status {status}):\n{stderr}"
         );
         assert!(
             !stderr.contains("panicked"),
-            "cycle {cycle}: the child panicked:\n{stderr}"
+            "cycle {cycle} (seed {seed}, layout {name}): the child panicked:\n{stderr}"
         );
         total_acks += acks;
 
@@ -304,8 +321,8 @@ fn acknowledged_writes_survive_kill_9() {
         let mut with_in_flight = acked.clone();
         batch_for(first_unacked, scenario).apply(&mut with_in_flight);
 
-        let db = Db::open(&dir, options()).unwrap_or_else(|e| {
-            panic!("cycle {cycle} (seed {seed}): reopen after kill ({kill:?}) failed: {e}")
+        let db = Db::open(&dir, options(layout)).unwrap_or_else(|e| {
+            panic!("cycle {cycle} (seed {seed}, layout {name}): reopen after kill ({kill:?}) failed: {e}")
         });
         let recovered = read_back(&db);
         drop(db);
@@ -316,7 +333,7 @@ fn acknowledged_writes_survive_kill_9() {
             in_flight_survived += 1;
         } else {
             panic!(
-                "cycle {cycle} (seed {seed}, {scenario:?}, {kill:?}, {:?} after spawn): \
+                "cycle {cycle} (seed {seed}, layout {name}, {scenario:?}, {kill:?}, {:?} after spawn): \
                  acked batches {next}..{first_unacked}; recovered state is neither the acked \
                  state ({}) nor that plus batch {first_unacked} ({})",
                 started.elapsed(),
@@ -326,8 +343,12 @@ fn acknowledged_writes_survive_kill_9() {
         }
         model = recovered;
     }
+    assert_stored_layout(&dir, &options(layout), layout);
     eprintln!(
-        "{loops} kills, {total_acks} acknowledged batches, in-flight batch survived {in_flight_survived} times"
+        "layout {name}: {loops} kills, {total_acks} acknowledged batches, in-flight batch survived {in_flight_survived} times"
     );
-    assert!(total_acks > 0, "no child ever acknowledged a write");
+    assert!(
+        total_acks > 0,
+        "layout {name}: no child ever acknowledged a write"
+    );
 }

@@ -7,9 +7,14 @@
 //! ends), range and prefix scans, a long-lived iterator read after compactions, flush,
 //! compact_range over random ranges, and reopen.
 //!
-//! Environment: `SCREEDB_MODEL_SEED` replays one seed (printed on failure);
-//! `SCREEDB_MODEL_STEPS` sets the number of steps per run.
+//! Both tests run over each layout (`crash_common::for_each_layout`), with the same seeds.
+//!
+//! Environment: `SCREEDB_MODEL_SEED` replays one seed (printed on failure, with the layout);
+//! `SCREEDB_TEST_LAYOUT` restricts the run to one layout; `SCREEDB_MODEL_STEPS` sets the number
+//! of steps per run (`model_real_dir` runs a quarter of them, split between the layouts).
 #![allow(clippy::unwrap_used, reason = "test code")]
+
+mod crash_common;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -18,7 +23,7 @@ use std::sync::Arc;
 
 use screedb::fs::MemFs;
 use screedb::table::CompressionType;
-use screedb::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use screedb::{Db, DbIterator, Layout, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -48,14 +53,16 @@ impl Rng {
 struct SeedGuard {
     seed: u64,
     label: &'static str,
+    layout: &'static str,
 }
 
 impl Drop for SeedGuard {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!(
-                "db_model[{}] failed with seed {}: replay with SCREEDB_MODEL_SEED={}",
-                self.label, self.seed, self.seed
+                "db_model[{}] failed with seed {} on layout {}: replay with \
+                 SCREEDB_MODEL_SEED={} SCREEDB_TEST_LAYOUT={}",
+                self.label, self.seed, self.layout, self.seed, self.layout
             );
         }
     }
@@ -111,7 +118,7 @@ fn random_value(rng: &mut Rng) -> Vec<u8> {
         .collect()
 }
 
-fn random_options(rng: &mut Rng, fs: Option<Arc<MemFs>>) -> Options {
+fn random_options(rng: &mut Rng, fs: Option<Arc<MemFs>>, layout: &Layout) -> Options {
     // Mostly the tiny trigger; sometimes a larger one so level 0 holds several tables when a
     // manual compaction picks some of them.
     let l0_trigger = [2, 2, 4][rng.below(3)];
@@ -129,6 +136,7 @@ fn random_options(rng: &mut Rng, fs: Option<Arc<MemFs>>) -> Options {
         block_cache_bytes: [0, 16 << 10][rng.below(2)],
         bloom_bits_per_key: [0, 10][rng.below(2)],
         compression: [CompressionType::None, CompressionType::Lz4][rng.below(2)],
+        layout: layout.clone(),
         ..Options::default()
     };
     if let Some(fs) = fs {
@@ -321,10 +329,10 @@ impl Harness {
 }
 
 /// Runs `steps` random operations and returns the harness for final checks.
-fn run(seed: u64, steps: usize, path: &Path, fs: Option<Arc<MemFs>>) -> Harness {
+fn run(seed: u64, steps: usize, path: &Path, fs: Option<Arc<MemFs>>, layout: &Layout) -> Harness {
     let mut rng = Rng(seed);
     let keys = key_space(&mut rng);
-    let options = random_options(&mut rng, fs);
+    let options = random_options(&mut rng, fs, layout);
     let db = Db::open(path, options.clone()).unwrap();
     let mut h = Harness {
         db: Some(db),
@@ -533,9 +541,9 @@ fn run(seed: u64, steps: usize, path: &Path, fs: Option<Arc<MemFs>>) -> Harness 
     h
 }
 
-/// Final checks: the whole contents, every snapshot, then again after a reopen; and the run must
-/// have exercised flushes and compactions.
-fn finish(mut h: Harness) {
+/// Final checks: the whole contents, every snapshot, then again after a reopen; the run must
+/// have exercised flushes and compactions, on a database of `layout`.
+fn finish(mut h: Harness, layout: &Layout) {
     h.pinned_iter = None;
     let db = h.db();
     db.wait_for_idle().unwrap();
@@ -589,6 +597,8 @@ fn finish(mut h: Harness) {
             &format!("get {} after reopen", show(k)),
         );
     }
+    h.db.take().unwrap().close().unwrap();
+    crash_common::assert_stored_layout(&h.path, &h.options, layout);
 }
 
 fn steps(default: usize) -> usize {
@@ -598,30 +608,41 @@ fn steps(default: usize) -> usize {
 #[test]
 fn model_memfs() {
     let base = default_seed();
-    // Several seeds, so each run covers several option sets.
-    for i in 0..3 {
-        let seed = base.wrapping_add(i);
-        let _guard = SeedGuard {
-            seed,
-            label: "memfs",
-        };
-        let fs = Arc::new(MemFs::new());
-        let h = run(seed, steps(5000), Path::new("/db"), Some(fs));
-        finish(h);
-        if env_u64("SCREEDB_MODEL_SEED").is_some() {
-            break;
+    crash_common::for_each_layout(|name, layout| {
+        // Several seeds, so each run covers several option sets.
+        for i in 0..3 {
+            let seed = base.wrapping_add(i);
+            let _guard = SeedGuard {
+                seed,
+                label: "memfs",
+                layout: name,
+            };
+            let fs = Arc::new(MemFs::new());
+            let h = run(seed, steps(5000), Path::new("/db"), Some(fs), layout);
+            finish(h, layout);
+            if env_u64("SCREEDB_MODEL_SEED").is_some() {
+                break;
+            }
         }
-    }
+    });
 }
 
 #[test]
 fn model_real_dir() {
     let seed = env_u64("SCREEDB_MODEL_SEED").unwrap_or_else(|| default_seed() ^ 0x5eed);
-    let _guard = SeedGuard {
-        seed,
-        label: "real dir",
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let h = run(seed, steps(5000) / 4, &dir.path().join("db"), None);
-    finish(h);
+    // This run is bound by fsyncs (it is here for the real file system), and FLSM with dense
+    // guards writes many small tables: its steps (a quarter of the in-memory run's) are split
+    // between the layouts rather than repeated, so that a busy disk does not blow up CI time.
+    // The layouts get their full steps in `model_memfs`.
+    let steps = crash_common::per_layout(steps(5000) / 4, 300);
+    crash_common::for_each_layout(|name, layout| {
+        let _guard = SeedGuard {
+            seed,
+            label: "real dir",
+            layout: name,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let h = run(seed, steps, &dir.path().join("db"), None, layout);
+        finish(h, layout);
+    });
 }

@@ -1,6 +1,7 @@
 //! Failed syncs and writes, and a full disk, through `FaultFs`: the first failure is reported,
 //! every later write fails with the read-only error (which says to reopen), reads keep working,
-//! and after a reopen nothing acknowledged before the failure is lost.
+//! and after a reopen nothing acknowledged before the failure is lost. Every test runs over each
+//! layout (`crash_common::for_each_layout`).
 
 #![allow(clippy::unwrap_used, reason = "test code")]
 
@@ -9,18 +10,20 @@ mod crash_common;
 use std::sync::Arc;
 
 use crash_common::{
-    Batch, ProcessFs, Rng, State, describe_diff, key, read_back, seed, tiny_options, value,
+    Batch, ProcessFs, Rng, State, describe_diff, for_each_layout, key, read_back, seed,
+    tiny_options, value,
 };
 use screedb::fs::{FaultFs, FaultKind, MemFs};
-use screedb::{Db, Error, Options, WriteOptions};
+use screedb::{Db, Error, Layout, Options, WriteOptions};
 
 const DIR: &str = "/db";
 
 /// Options without background work for small amounts of data.
-fn quiet_options(fault: &FaultFs) -> Options {
+fn quiet_options(fault: &FaultFs, layout: &Layout) -> Options {
     Options {
         create_if_missing: true,
         fs: Arc::new(fault.clone()),
+        layout: layout.clone(),
         write_buffer_size: 4 << 20,
         ..Options::default()
     }
@@ -102,9 +105,14 @@ fn assert_reopened(fault: &FaultFs, options: Options, expected: &State, maybe: O
 
 #[test]
 fn failed_wal_sync_makes_the_database_read_only_until_reopened() {
-    let mut rng = Rng::new(seed("failed_wal_sync"));
+    let seed = seed("failed_wal_sync");
+    for_each_layout(|_, layout| failed_wal_sync_read_only(seed, layout));
+}
+
+fn failed_wal_sync_read_only(seed: u64, layout: &Layout) {
+    let mut rng = Rng::new(seed);
     let fault = FaultFs::new(Arc::new(MemFs::new()));
-    let db = Db::open(DIR, quiet_options(&fault)).unwrap();
+    let db = Db::open(DIR, quiet_options(&fault, layout)).unwrap();
     let mut expected = State::new();
     let tag = acked_writes(&db, &mut rng, 0, 200, &mut expected);
 
@@ -129,17 +137,27 @@ fn failed_wal_sync_makes_the_database_read_only_until_reopened() {
         syncs,
         "an fsync was retried after it failed (its data may be gone while it reports success)"
     );
-    assert_reopened(&fault, quiet_options(&fault), &expected, Some(&failed));
+    assert_reopened(
+        &fault,
+        quiet_options(&fault, layout),
+        &expected,
+        Some(&failed),
+    );
 }
 
 #[test]
 fn failed_wal_sync_then_power_loss_keeps_what_was_synced() {
-    let mut rng = Rng::new(seed("failed_wal_sync_then_power_loss"));
+    let seed = seed("failed_wal_sync_then_power_loss");
+    for_each_layout(|_, layout| failed_wal_sync_then_power_loss(seed, layout));
+}
+
+fn failed_wal_sync_then_power_loss(seed: u64, layout: &Layout) {
+    let mut rng = Rng::new(seed);
     let fault = FaultFs::new(Arc::new(MemFs::new()));
     let fs = ProcessFs::new(&fault);
     let options = Options {
         fs: Arc::new(fs.clone()),
-        ..quiet_options(&fault)
+        ..quiet_options(&fault, layout)
     };
     let db = Db::open(DIR, options).unwrap();
     let mut expected = State::new();
@@ -160,14 +178,24 @@ fn failed_wal_sync_then_power_loss_keeps_what_was_synced() {
     assert_writes_refused_reads_work(&db, &expected);
     fs.power_cut(FaultFs::crash);
     drop(db);
-    assert_reopened(&fault, quiet_options(&fault), &expected, Some(&failed));
+    assert_reopened(
+        &fault,
+        quiet_options(&fault, layout),
+        &expected,
+        Some(&failed),
+    );
 }
 
 #[test]
 fn full_disk_fails_the_write_with_no_space_and_loses_nothing() {
-    let mut rng = Rng::new(seed("full_disk"));
+    let seed = seed("full_disk");
+    for_each_layout(|_, layout| full_disk(seed, layout));
+}
+
+fn full_disk(seed: u64, layout: &Layout) {
+    let mut rng = Rng::new(seed);
     let fault = FaultFs::new(Arc::new(MemFs::new()));
-    let db = Db::open(DIR, quiet_options(&fault)).unwrap();
+    let db = Db::open(DIR, quiet_options(&fault, layout)).unwrap();
     let mut expected = State::new();
     let tag = acked_writes(&db, &mut rng, 0, 300, &mut expected);
 
@@ -185,17 +213,26 @@ fn full_disk_fails_the_write_with_no_space_and_loses_nothing() {
     drop(db);
 
     // Still full: opening needs to write (a new WAL and manifest), so it fails cleanly...
-    let err = Db::open(DIR, quiet_options(&fault)).unwrap_err();
+    let err = Db::open(DIR, quiet_options(&fault, layout)).unwrap_err();
     assert!(
         err.to_string().contains("No space left on device"),
         "open on a full disk: {err}"
     );
     // ...and leaves the database intact for when space is back.
-    assert_reopened(&fault, quiet_options(&fault), &expected, Some(&failed));
+    assert_reopened(
+        &fault,
+        quiet_options(&fault, layout),
+        &expected,
+        Some(&failed),
+    );
 }
 
 #[test]
 fn write_failure_in_a_background_flush_is_sticky_and_loses_nothing() {
+    for_each_layout(write_failure_in_a_background_flush);
+}
+
+fn write_failure_in_a_background_flush(name: &str, layout: &Layout) {
     // Fail the n-th write after the memtable is handed to the flush: the table's blocks, then
     // the manifest edit. Stop once n is past the flush's writes.
     let mut seen_table = false;
@@ -205,7 +242,7 @@ fn write_failure_in_a_background_flush_is_sticky_and_loses_nothing() {
         assert!(n < 200, "the flush never stopped failing");
         let mut rng = Rng::new(n);
         let fault = FaultFs::new(Arc::new(MemFs::new()));
-        let db = Db::open(DIR, quiet_options(&fault)).unwrap();
+        let db = Db::open(DIR, quiet_options(&fault, layout)).unwrap();
         let mut expected = State::new();
         acked_writes(&db, &mut rng, 0, 300, &mut expected);
         fault.fail_nth(FaultKind::Write, n);
@@ -216,28 +253,35 @@ fn write_failure_in_a_background_flush_is_sticky_and_loses_nothing() {
             break;
         };
         let msg = err.to_string();
-        assert!(msg.contains("No space left on device"), "n={n}: {msg}");
+        assert!(
+            msg.contains("No space left on device"),
+            "layout {name}, n={n}: {msg}"
+        );
         eprintln!("n={n}: {msg}");
         seen_table |= msg.contains(".sst");
         seen_manifest |= msg.contains("MANIFEST");
         assert_writes_refused_reads_work(&db, &expected);
         drop(db);
-        assert_reopened(&fault, quiet_options(&fault), &expected, None);
+        assert_reopened(&fault, quiet_options(&fault, layout), &expected, None);
         n += 1;
     }
     assert!(
         seen_table && seen_manifest,
-        "faults hit the table ({seen_table}) and the manifest ({seen_manifest})"
+        "layout {name}: faults hit the table ({seen_table}) and the manifest ({seen_manifest})"
     );
 }
 
 #[test]
 fn random_fault_during_busy_background_work_is_sticky_and_loses_nothing() {
     let seed = seed("random_fault_during_busy_background_work");
+    for_each_layout(|name, layout| random_fault_during_busy_background_work(seed, name, layout));
+}
+
+fn random_fault_during_busy_background_work(seed: u64, name: &str, layout: &Layout) {
     let mut rng = Rng::new(seed);
     for round in 0..12 {
         let fault = FaultFs::new(Arc::new(MemFs::new()));
-        let options = tiny_options(Arc::new(fault.clone()));
+        let options = tiny_options(Arc::new(fault.clone()), layout);
         let db = Db::open(DIR, options.clone()).unwrap();
         let mut expected = State::new();
         let first = 20 + rng.below(200);
@@ -264,7 +308,9 @@ fn random_fault_during_busy_background_work_is_sticky_and_loses_nothing() {
             }
         }
         let Some((batch, err)) = failed else {
-            panic!("round {round} (seed {seed}): {kind:?} fault #{nth} never surfaced");
+            panic!(
+                "round {round} (seed {seed}, layout {name}): {kind:?} fault #{nth} never surfaced"
+            );
         };
         // The failure is the fault itself (a foreground WAL write) or, if a background job
         // hit it, the read-only error.
@@ -272,7 +318,7 @@ fn random_fault_during_busy_background_work_is_sticky_and_loses_nothing() {
         eprintln!("round {round}: {kind:?} #{nth} after {tag} writes: {msg}");
         assert!(
             msg.contains("injected"),
-            "round {round} (seed {seed}): not the injected fault: {msg}"
+            "round {round} (seed {seed}, layout {name}): not the injected fault: {msg}"
         );
         assert_writes_refused_reads_work(&db, &expected);
         drop(db);

@@ -1,5 +1,6 @@
-//! Helpers shared by the crash and sticky-error tests: a seeded RNG, tagged values, a model of
-//! the database, and a full read-back of a database for comparison.
+//! Helpers shared by the crash, sticky-error and model tests: the layouts every suite runs over
+//! ([`for_each_layout`]), a seeded RNG, tagged values, a model of the database, and a full
+//! read-back of a database for comparison.
 //!
 //! Values carry the tag (the issue order) of the batch that wrote them, so a mismatch report says
 //! which write a surviving value came from.
@@ -16,7 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use screedb::fs::{FaultFs, FileLock, Fs, RandomAccessFile, WritableFile};
-use screedb::{Db, Error, Options, ReadOptions, Result, WriteBatch};
+use screedb::{Db, Error, GuardBits, Layout, LayoutKind, Options, ReadOptions, Result, WriteBatch};
 
 /// Keys to their values.
 pub type State = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -83,43 +84,122 @@ pub fn memory_from_env() -> screedb::Memory {
     }
 }
 
-/// Options so small that flushes and compactions run all the time.
+/// Restricts [`for_each_layout`] to one named variant (see [`layout_named`]).
+pub const LAYOUT_ENV: &str = "SCREEDB_TEST_LAYOUT";
+
+/// The layouts every suite runs over in CI, one per [`LayoutKind`], named as
+/// [`LayoutKind::name`]. The `match` is exhaustive: a new layout kind does not compile until it
+/// says here which of its variants the crash, sticky-error and model suites run.
 ///
-/// `SCREEDB_TEST_LAYOUT` picks a variant: `leveled`; `flsm-dense` (FLSM with guard bits so low
-/// that there is a guard every few keys); `flsm-max1` (FLSM with `max_sstables_per_guard = 1`);
-/// unset: the default options.
-pub fn tiny_options(fs: Arc<dyn Fs>) -> Options {
-    let mut o = Options {
+/// FLSM runs with guard bits so low (3 at level 1, one fewer per level) that the tiny test
+/// databases have a guard every few keys: guards are split, filled and compacted on kilobytes.
+pub fn test_layouts() -> Vec<(&'static str, Layout)> {
+    LayoutKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let layout = match kind {
+                LayoutKind::Leveled => Layout::Leveled,
+                LayoutKind::Flsm => {
+                    let mut layout = Layout::with_defaults(kind);
+                    layout.flsm_mut().unwrap().guard_bits = GuardBits::Fixed {
+                        top_level_bits: 3,
+                        bit_decrement: 1,
+                    };
+                    layout
+                }
+            };
+            (kind.name(), layout)
+        })
+        .collect()
+}
+
+/// Variants run only when [`LAYOUT_ENV`] names them: `flsm-default` (FLSM as a user gets it:
+/// few or no guards on test-sized data) and `flsm-max1` (dense guards, at most one table per
+/// guard, so every compaction into a guard rewrites it).
+pub fn extra_layouts() -> Vec<(&'static str, Layout)> {
+    let (_, mut max1) = test_layouts()
+        .into_iter()
+        .find(|(_, l)| l.kind() == LayoutKind::Flsm)
+        .unwrap();
+    max1.flsm_mut().unwrap().max_sstables_per_guard = 1;
+    vec![
+        ("flsm-default", Layout::with_defaults(LayoutKind::Flsm)),
+        ("flsm-max1", max1),
+    ]
+}
+
+/// Every named variant: [`test_layouts`], then [`extra_layouts`].
+fn all_layouts() -> Vec<(&'static str, Layout)> {
+    let mut all = test_layouts();
+    all.extend(extra_layouts());
+    all
+}
+
+/// The variant called `name`, from [`test_layouts`] and [`extra_layouts`], whatever
+/// [`LAYOUT_ENV`] says (a child process uses this to open its parent's layout). Panics on an
+/// unknown name, listing the known ones.
+pub fn layout_named(name: &str) -> (&'static str, Layout) {
+    let all = all_layouts();
+    let names: Vec<&str> = all.iter().map(|(n, _)| *n).collect();
+    all.into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| {
+            panic!(
+                "unknown test layout {name:?}: expected one of {}",
+                names.join(", ")
+            )
+        })
+}
+
+/// The layouts [`for_each_layout`] runs: [`test_layouts`], or only the one named by
+/// [`LAYOUT_ENV`] when it is set (`leveled`, `flsm`, `flsm-default`, `flsm-max1`).
+pub fn selected_layouts() -> Vec<(&'static str, Layout)> {
+    match std::env::var(LAYOUT_ENV) {
+        Ok(name) if !name.is_empty() => vec![layout_named(&name)],
+        _ => test_layouts(),
+    }
+}
+
+/// Runs `run` once per selected layout (see [`selected_layouts`]), printing `layout <name>`
+/// first, so the output of a failing run names its layout.
+pub fn for_each_layout(mut run: impl FnMut(&'static str, &Layout)) {
+    for (name, layout) in selected_layouts() {
+        eprintln!("layout {name}");
+        run(name, &layout);
+    }
+}
+
+/// How many of `total` iterations each of the selected layouts runs: `total` split evenly, but
+/// at least `min`, so the suites' CI time does not grow with every layout added.
+pub fn per_layout(total: usize, min: usize) -> usize {
+    (total / selected_layouts().len()).max(min)
+}
+
+/// Asserts that the closed database in `dir` was created with `layout`'s kind: the suite
+/// really ran the layout it names.
+pub fn assert_stored_layout(dir: &Path, options: &Options, layout: &Layout) {
+    let stored = screedb::check::stored_layout(dir, options)
+        .unwrap_or_else(|e| panic!("layout {layout}: reading the stored layout failed: {e}"));
+    assert_eq!(
+        stored,
+        layout.kind(),
+        "layout {layout}: the database was created with another layout than the one under test"
+    );
+}
+
+/// Options so small that flushes and compactions run all the time, with `layout`.
+pub fn tiny_options(fs: Arc<dyn Fs>, layout: &Layout) -> Options {
+    Options {
         create_if_missing: true,
         fs,
         memory: memory_from_env(),
+        layout: layout.clone(),
         write_buffer_size: 32 << 10,
         target_file_size: 16 << 10,
         l0_compaction_trigger: 2,
         max_bytes_for_level_base: 64 << 10,
         block_cache_bytes: 64 << 10,
         ..Options::default()
-    };
-    apply_layout_variant(&mut o);
-    o
-}
-
-/// Applies `SCREEDB_TEST_LAYOUT` (see [`tiny_options`]) to `o`.
-pub fn apply_layout_variant(o: &mut Options) {
-    match std::env::var("SCREEDB_TEST_LAYOUT").as_deref() {
-        Ok("leveled") => o.layout = screedb::Layout::Leveled,
-        Ok("flsm-dense") => {
-            o.layout = screedb::Layout::default();
-            o.layout.flsm_mut().unwrap().guard_bits = screedb::GuardBits::Fixed {
-                top_level_bits: 3,
-                bit_decrement: 1,
-            };
-        }
-        Ok("flsm-max1") => {
-            o.layout = screedb::Layout::default();
-            o.layout.flsm_mut().unwrap().max_sstables_per_guard = 1;
-        }
-        _ => {}
     }
 }
 
