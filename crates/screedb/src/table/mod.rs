@@ -24,6 +24,7 @@ mod compression;
 mod filter;
 mod filter_policy;
 mod format;
+mod jungle;
 mod properties;
 mod reader;
 #[cfg(test)]
@@ -42,6 +43,10 @@ pub use filter_policy::{
     CUSTOM_FILTER_PREFIX, CustomFilterBuilder, FilterPolicy, custom_filter_block_name,
 };
 pub use format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, TABLE_MAGIC};
+pub use jungle::{
+    Commit, KeepFn, SegmentStats, TREE_MAGIC, TreeHandle, TreeIterator, TreeOptions, TreeReader,
+    append_segment, find_last_commit, rewrite_tree, write_tree,
+};
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
 
