@@ -97,7 +97,8 @@ impl Append<'_, '_> {
 /// touches (each merged with its batch entries under `keep`, see [`KeepFn`]) and the internal
 /// nodes on their paths to a new root, a filter and a commit. `file` is the tree file reopened
 /// at `base.commit().len` ([`crate::fs::Fs::open_appendable`]). Syncs before returning the new
-/// commit; the caller then publishes it (a reader opened at the new `len` sees it).
+/// commit; the caller then publishes it (a reader opened at the new `len` sees it). An empty
+/// batch still appends a commit (same root, a copy of the filter).
 pub fn append_segment(
     opts: &TreeOptions,
     icmp: &InternalKeyComparator,

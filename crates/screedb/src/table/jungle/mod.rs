@@ -43,6 +43,8 @@
 
 mod append;
 mod commit;
+#[cfg(test)]
+mod damage_tests;
 mod iter;
 mod node;
 mod reader;
