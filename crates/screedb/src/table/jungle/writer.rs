@@ -1,4 +1,5 @@
-//! Writing segments: a new tree ([`write_tree`]), an appended batch ([`append_segment`]) and a
+//! Writing segments: a new tree ([`write_tree`]), an appended batch
+//! ([`append_segment`](super::append_segment)) and a
 //! rewrite of the live entries into a fresh file ([`rewrite_tree`]).
 
 use std::cmp::Ordering;
