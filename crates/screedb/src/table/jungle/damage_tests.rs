@@ -109,3 +109,78 @@ fn byte_flips_are_reported_with_file_and_offset_never_returned_as_data() {
         good.len()
     );
 }
+
+/// A FaultFs holding a synced two-commit tree at `/db/t`: the file system, the path, the
+/// commits, and a batch that overwrites half the keys.
+fn power_loss_setup() -> (
+    FaultFs,
+    std::path::PathBuf,
+    Vec<Commit>,
+    super::tests::Entries,
+) {
+    let opts = small_opts();
+    let (mem, path, commits) = overwritten_tree(&opts, 40, 1, 30);
+    let fs = FaultFs::new(Arc::new(mem));
+    let batch = (0..40u64)
+        .step_by(2)
+        .map(|i| {
+            let user = format!("k{i:06}");
+            (
+                ik(user.as_bytes(), 900 + i, ValueKind::Value),
+                vec![7u8; 25],
+            )
+        })
+        .collect();
+    (fs, path, commits, batch)
+}
+
+#[test]
+fn power_loss_at_every_write_of_an_append_leaves_the_base_commit_intact() {
+    let opts = small_opts();
+    // Count the writes of one append.
+    let (fs, path, commits, batch) = power_loss_setup();
+    let base_len = commits[1].len;
+    let base = open(&fs, &path, base_len, &opts).unwrap();
+    let want = scan(&base).unwrap();
+    let before = fs.stats().writes;
+    let file = fs.open_appendable(&path, base_len).unwrap();
+    let full = append_segment(&opts, &icmp(), &base, file, ok_iter(batch), &mut keep_all());
+    let new_commit = full.unwrap();
+    let writes = fs.stats().writes - before;
+    assert!(writes > 4, "{writes} writes");
+    for n in 1..=writes + 1 {
+        for tear in [None, Some(0), Some(7)] {
+            let (fs, path, commits, batch) = power_loss_setup();
+            let base = open(&fs, &path, base_len, &opts).unwrap();
+            // Fail the n-th write (n = writes + 1: fail the sync instead), then cut the power.
+            if n <= writes {
+                fs.fail_nth(FaultKind::Write, n);
+            } else {
+                fs.fail_nth(FaultKind::Sync, 1);
+            }
+            let file = fs.open_appendable(&path, base_len).unwrap();
+            let r = append_segment(&opts, &icmp(), &base, file, ok_iter(batch), &mut keep_all());
+            assert!(r.is_err(), "write {n} was due to fail");
+            match tear {
+                None => fs.crash(),
+                Some(keep) => fs.crash_tearing_last_write(keep),
+            }
+            let len = fs.file_size(&path).unwrap();
+            assert!(
+                len >= base_len,
+                "write {n}, tear {tear:?}: the base was cut"
+            );
+            let file = fs.open(&path).unwrap();
+            let last = find_last_commit(&*file, &path, len).unwrap();
+            assert_eq!(last.as_ref(), Some(&commits[1]), "write {n}, tear {tear:?}");
+            let t = open(&fs, &path, base_len, &opts).unwrap();
+            t.verify().unwrap();
+            assert_eq!(scan(&t).unwrap(), want, "write {n}, tear {tear:?}");
+            // The next append cuts the tail and commits as if nothing had happened.
+            let file = fs.open_appendable(&path, base_len).unwrap();
+            let (_, _, _, batch) = power_loss_setup();
+            let c = append_segment(&opts, &icmp(), &t, file, ok_iter(batch), &mut keep_all());
+            assert_eq!(c.unwrap(), new_commit, "write {n}, tear {tear:?}");
+        }
+    }
+}
