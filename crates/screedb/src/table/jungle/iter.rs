@@ -13,7 +13,7 @@ use crate::iter::InternalIterator;
 /// child (or, in the leaf, the entry) the path takes. Empty when not positioned.
 #[derive(Debug, Default)]
 pub(super) struct Cursor {
-    stack: Vec<(Node, usize)>,
+    stack: Vec<(Arc<Node>, usize)>,
 }
 
 fn node_len(n: &Node) -> usize {
@@ -27,8 +27,11 @@ impl Cursor {
     /// The entry under the cursor.
     pub(super) fn current(&self) -> Option<&LeafEntry> {
         match self.stack.last() {
-            Some((Node::Leaf(es), i)) => es.get(*i),
-            _ => None,
+            Some((node, i)) => match &**node {
+                Node::Leaf(es) => es.get(*i),
+                Node::Internal(_) => None,
+            },
+            None => None,
         }
     }
 
@@ -41,13 +44,13 @@ impl Cursor {
     fn descend(&mut self, tree: &TreeReader, mut h: Handle, last: bool) -> Result<()> {
         loop {
             let height = Self::next_height(tree, self.stack.len());
-            let node = tree.read_node(h, height == 1)?;
+            let node = tree.node(h, height == 1)?;
             let n = node_len(&node);
             if n == 0 {
                 return Err(Error::corruption(tree.path(), h.offset, "empty tree node"));
             }
             let i = if last { n - 1 } else { 0 };
-            let child = match &node {
+            let child = match &*node {
                 Node::Internal(cs) => Some(cs[i].handle),
                 Node::Leaf(_) => None,
             };
@@ -76,8 +79,8 @@ impl Cursor {
         let icmp = &tree.icmp;
         loop {
             let height = Self::next_height(tree, self.stack.len());
-            let node = tree.read_node(h, height == 1)?;
-            match &node {
+            let node = tree.node(h, height == 1)?;
+            match &*node {
                 Node::Internal(cs) => {
                     let i = cs.partition_point(|c| icmp.compare(&c.last, target) == Ordering::Less);
                     let Some(c) = cs.get(i) else {
@@ -113,7 +116,7 @@ impl Cursor {
             match moved {
                 Some(j) => {
                     *i = j;
-                    let child = match node {
+                    let child = match &**node {
                         Node::Internal(cs) => Some(cs[j].handle),
                         Node::Leaf(_) => None,
                     };

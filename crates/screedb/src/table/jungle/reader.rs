@@ -29,6 +29,8 @@ pub struct TreeReader {
     commit: Commit,
     filter_bytes: Option<Vec<u8>>,
     filter: Option<BloomFilter>,
+    /// The root node, decoded at open (every lookup starts there).
+    root: Option<Arc<Node>>,
 }
 
 impl fmt::Debug for TreeReader {
@@ -43,7 +45,8 @@ impl fmt::Debug for TreeReader {
 
 impl TreeReader {
     /// Opens the tree as of the commit whose record ends the extent `len` (reads only bytes
-    /// below `len`, so later appends are invisible). The commit and the filter are verified.
+    /// below `len`, so later appends are invisible). The commit and the filter are verified, and
+    /// the root node is read and kept decoded.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
@@ -72,7 +75,7 @@ impl TreeReader {
             }
             None => (None, None),
         };
-        Ok(TreeReader {
+        let mut tree = TreeReader {
             file,
             path,
             file_number,
@@ -81,7 +84,12 @@ impl TreeReader {
             commit,
             filter_bytes,
             filter,
-        })
+            root: None,
+        };
+        if let Some(h) = tree.root() {
+            tree.root = Some(Arc::new(tree.read_node(h, tree.commit.height == 1)?));
+        }
+        Ok(tree)
     }
 
     /// The commit this reader is pinned at.
@@ -109,11 +117,18 @@ impl TreeReader {
         self.filter_bytes.as_deref()
     }
 
-    /// Bytes this reader keeps in memory: the filter and the commit's key range.
+    /// Bytes this reader keeps in memory: the filter, the commit's key range and the root
+    /// node's payload.
     pub fn metadata_bytes(&self) -> u64 {
+        let root = if self.root.is_some() {
+            self.commit.root_size as usize
+        } else {
+            0
+        };
         (self.filter_bytes.as_ref().map_or(0, Vec::len)
             + self.commit.smallest.len()
-            + self.commit.largest.len()) as u64
+            + self.commit.largest.len()
+            + root) as u64
     }
 
     /// The root node's handle; `None` for an empty tree.
@@ -122,6 +137,14 @@ impl TreeReader {
             offset: self.commit.root,
             size: self.commit.root_size,
         })
+    }
+
+    /// The node at `handle`, a leaf if `leaf`: the root from memory, any other read.
+    pub(super) fn node(&self, handle: Handle, leaf: bool) -> Result<Arc<Node>> {
+        match &self.root {
+            Some(root) if Some(handle) == self.root() => Ok(Arc::clone(root)),
+            _ => self.read_node(handle, leaf).map(Arc::new),
+        }
     }
 
     /// Reads the node at `handle`, a leaf if `leaf`.
