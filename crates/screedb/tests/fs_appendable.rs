@@ -225,7 +225,7 @@ proptest! {
     #[test]
     fn power_loss_never_changes_committed_or_synced_bytes(
         steps in prop::collection::vec((0u8..3, 1usize..40), 1..12),
-        tear in prop::option::of(0usize..50),
+        tear in prop::option::of((0usize..50, any::<bool>())),
     ) {
         let (fs, path) = fault_with(b"0123456789");
         let mut model = b"0123456789".to_vec(); // what the file holds now
@@ -253,16 +253,25 @@ proptest! {
         }
         match tear {
             None => fs.crash(),
-            Some(keep) => fs.crash_tearing_last_write(keep),
+            Some((keep, false)) => fs.crash_tearing_last_write(keep),
+            Some((keep, true)) => fs.crash_garbling_last_write(keep),
         }
         let got = read_all(&fs, &path).unwrap();
         let stable = committed.min(synced.len());
         prop_assert_eq!(&got[..stable], &synced[..stable]);
-        if tear.is_none() {
-            prop_assert_eq!(&got, &synced);
-        } else {
+        match tear {
+            None => prop_assert_eq!(&got, &synced),
             // Either the synced state, or a prefix of the bytes written since (with the cut).
-            prop_assert!(got == synced || model.starts_with(&got) && got.len() >= committed);
+            Some((_, false)) => prop_assert!(
+                got == synced || model.starts_with(&got) && got.len() >= committed
+            ),
+            // Or that, with the end of the last write garbled.
+            Some((_, true)) => prop_assert!(
+                got == synced
+                    || got.len() <= model.len()
+                        && got.len() >= committed
+                        && got[..committed] == model[..committed]
+            ),
         }
     }
 }
