@@ -496,3 +496,59 @@ fn check_append(
     }
     Ok(next)
 }
+
+#[test]
+fn a_mapped_reader_on_the_real_file_system_keeps_its_commit_across_an_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000007.tree");
+    let fs = crate::fs::OsFs;
+    let opts = small_opts();
+    let first: Entries = (0..200u64)
+        .map(|i| {
+            (
+                ik(format!("k{i:04}").as_bytes(), i + 1, ValueKind::Value),
+                vec![1u8; 40],
+            )
+        })
+        .collect();
+    let c1 = write_tree(
+        &opts,
+        &icmp(),
+        fs.create(&path).unwrap(),
+        &path,
+        ok_iter(first.clone()),
+    )
+    .unwrap();
+    let mapped = fs.open_mapped(&path).unwrap();
+    let old =
+        Arc::new(TreeReader::open(mapped, path.clone(), 7, c1.len, opts.clone(), icmp()).unwrap());
+    let batch: Entries = (0..200u64)
+        .step_by(3)
+        .map(|i| {
+            (
+                ik(format!("k{i:04}").as_bytes(), i + 1000, ValueKind::Value),
+                vec![2u8; 40],
+            )
+        })
+        .collect();
+    let file = fs.open_appendable(&path, c1.len).unwrap();
+    let c2 = append_segment(
+        &opts,
+        &icmp(),
+        &old,
+        file,
+        ok_iter(batch),
+        &mut keep_visible(u64::MAX),
+    )
+    .unwrap();
+    assert_eq!(
+        scan(&old).unwrap(),
+        first,
+        "the old reader still sees its commit"
+    );
+    let new = open(&fs, &path, c2.len, &opts).unwrap();
+    new.verify().unwrap();
+    let got = scan(&new).unwrap();
+    assert_eq!(got.len(), 200);
+    assert_eq!(got.iter().filter(|(_, v)| v[0] == 2).count(), 67);
+}
