@@ -46,6 +46,8 @@ mod commit;
 #[cfg(test)]
 mod damage_tests;
 mod iter;
+#[cfg(test)]
+mod model_tests;
 mod node;
 mod reader;
 #[cfg(test)]
