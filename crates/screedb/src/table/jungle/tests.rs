@@ -1,5 +1,5 @@
-//! Tree files round trip: build, append, lookup, iteration, rewrite, old commits,
-//! space accounting, byte flips and torn tails.
+//! Tree files round trip: build, append, lookup, iteration, rewrite, old commits and space
+//! accounting; the helpers the model and damage tests share.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
