@@ -19,7 +19,17 @@
 //!    [`FaultFs::crash_tearing_last_write`] instead keeps, in the file that received the most
 //!    recent unsynced append, everything before that append plus its first `keep` bytes (the
 //!    disk wrote in order and the power failed in the middle of that write).
+//!    [`FaultFs::crash_garbling_last_write`] keeps as many bytes of it, but as garbage (each
+//!    byte inverted: the size reached the disk, the data did not).
 //! 4. Removals and directory creation or removal are durable as soon as they return.
+//! 5. **Reopened files** ([`Fs::open_appendable`]) are tracked like created files from then on
+//!    (a file the wrapper did not track is taken as durable up to its length first): appends
+//!    after the reopen survive up to the last successful sync, and may vanish or tear as in 3.
+//!    The cut back to the committed length is a metadata change that becomes durable with the
+//!    first successful sync of the reopened file; a crash before it restores the durable bytes
+//!    past the committed length that the cut removed (and drops every unsynced append), while
+//!    a torn write of such a file keeps the cut (the disk applied the cut, then the appends in
+//!    order, and failed in the last one). Bytes below the committed length never change.
 //!
 //! Every handle (writable, readable, lock) opened before the crash is dead afterwards: its
 //! operations fail with an error saying the file system crashed, and held locks are released.
@@ -33,10 +43,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use self::state::{FaultState, PendingRename, Tracked, lock_state};
+use self::state::{FaultState, PendingRename, Tear, Tracked, durable_content, lock_state};
 use super::mem::normalize;
 use super::{FileLock, Fs, RandomAccessFile, WritableFile, parent_dir};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The operations a fault can be injected into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,15 +128,24 @@ impl FaultFs {
     /// Like [`FaultFs::crash`], but the first `keep` bytes (capped at its length) of the most
     /// recent append not covered by a sync survive, with everything before it in that file.
     pub fn crash_tearing_last_write(&self, keep: usize) {
-        self.crash_with(Some(keep));
+        self.crash_with(Some(Tear {
+            keep,
+            garble: false,
+        }));
     }
 
-    fn crash_with(&self, keep: Option<usize>) {
+    /// Like [`FaultFs::crash_tearing_last_write`], but the `keep` surviving bytes of that
+    /// append are garbage (each byte inverted) instead of what was written.
+    pub fn crash_garbling_last_write(&self, keep: usize) {
+        self.crash_with(Some(Tear { keep, garble: true }));
+    }
+
+    fn crash_with(&self, tear: Option<Tear>) {
         let mut state = self.state();
         state.epoch += 1;
         state.locks.clear();
         if state.broken.is_none()
-            && let Err(e) = state.simulate_crash(&*self.inner, keep)
+            && let Err(e) = state.simulate_crash(&*self.inner, tear)
         {
             state.broken = Some(e);
         }
@@ -179,6 +198,7 @@ impl WritableFile for FaultWritable {
         if let Some(t) = state.files.get_mut(&self.id) {
             t.durable_len = t.len;
             t.synced = true;
+            t.cut = None;
         }
         Ok(())
     }
@@ -245,7 +265,35 @@ impl Fs for FaultFs {
             synced: false,
             entry_durable,
             last_append: None,
+            cut: None,
         });
+        Ok(Box::new(FaultWritable {
+            inner,
+            path: path.to_path_buf(),
+            id,
+            epoch: state.epoch,
+            state: Arc::clone(&self.state),
+        }))
+    }
+
+    fn open_appendable(&self, path: &Path, committed_len: u64) -> Result<Box<dyn WritableFile>> {
+        let mut state = self.live()?;
+        let norm = normalize(path);
+        let id = match state.by_path.get(&norm) {
+            Some(&id) => id,
+            None => {
+                let len = self.inner.file_size(path)?;
+                state.insert(Tracked::durable(norm, len))
+            }
+        };
+        let durable = match state.files.get(&id) {
+            Some(t) => durable_content(&*self.inner, t)?,
+            None => Vec::new(),
+        };
+        let inner = self.inner.open_appendable(path, committed_len)?;
+        if let Some(t) = state.files.get_mut(&id) {
+            t.reopen(&durable, committed_len);
+        }
         Ok(Box::new(FaultWritable {
             inner,
             path: path.to_path_buf(),
@@ -283,7 +331,7 @@ impl Fs for FaultFs {
         // Snapshot what a crash would restore at `to` before the rename destroys it.
         let replaced = match state.by_path.get(&to_n).and_then(|id| state.files.get(id)) {
             Some(t) if t.entry_durable || t.synced => {
-                Some((t.clone(), self.durable_bytes(to, t.durable_len)?))
+                Some((t.clone(), durable_content(&*self.inner, t)?))
             }
             Some(_) => None,
             None if self.inner.exists(to) => {
@@ -371,15 +419,6 @@ impl Fs for FaultFs {
     }
 }
 
-impl FaultFs {
-    /// The first `len` bytes of `path` in the inner file system.
-    fn durable_bytes(&self, path: &Path, len: u64) -> Result<Vec<u8>> {
-        let len = usize::try_from(len)
-            .map_err(|_| Error::invalid(format!("{} is too large", path.display())))?;
-        self.inner.open(path)?.read_vec(0, len)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{MemFs, read_all, write_all_synced};
@@ -417,6 +456,23 @@ mod tests {
         assert_eq!(read_all(&fs, Path::new("a")).unwrap(), b"A");
         assert!(!fs.exists(Path::new("b")));
         assert!(!fs.exists(Path::new("c")));
+    }
+
+    #[test]
+    fn a_reopened_untracked_file_is_durable_up_to_its_length() {
+        let mem = MemFs::new();
+        write_all_synced(&mem, Path::new("/t"), b"old|tail").unwrap();
+        let fs = FaultFs::new(Arc::new(mem));
+        let mut w = fs.open_appendable(Path::new("/t"), 4).unwrap();
+        w.append(b"new").unwrap();
+        fs.crash();
+        assert_eq!(read_all(&fs, Path::new("/t")).unwrap(), b"old|tail");
+        let mut w = fs.open_appendable(Path::new("/t"), 4).unwrap();
+        w.append(b"new").unwrap();
+        w.sync().unwrap();
+        w.append(b"+lost").unwrap();
+        fs.crash();
+        assert_eq!(read_all(&fs, Path::new("/t")).unwrap(), b"old|new");
     }
 
     #[test]

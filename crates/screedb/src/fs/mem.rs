@@ -4,7 +4,8 @@
 //! writing to the same bytes after its file is renamed, and a reader sees the current bytes.
 //! Directories are a set of paths; the root `/` and the current directory `.` always exist.
 //! Paths are normalised lexically (`a/./b` is `a/b`, `./a` is `a`, `a/../b` is `b`).
-//! Nothing is ever lost: `sync` and `sync_dir` only check that their target exists. Use
+//! Nothing is ever lost: `sync` and `sync_dir` only check that their target exists. A reader
+//! reads only below its length at open, though the shared bytes may have grown since. Use
 //! [`super::FaultFs`] over a `MemFs` to simulate crashes.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -164,6 +165,8 @@ struct MemRandomAccess {
 impl RandomAccessFile for MemRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let data = self.data.read().unwrap_or_else(PoisonError::into_inner);
+        // Only the length at open is this reader's: a file may grow by appends since.
+        super::check_within(&self.path, offset, buf.len(), self.size)?;
         buf.copy_from_slice(super::slice_at(&data, offset, buf.len(), &self.path)?);
         Ok(())
     }
@@ -203,6 +206,27 @@ impl Fs for MemFs {
         let data = state.files.entry(norm).or_default().clone();
         data.write().unwrap_or_else(PoisonError::into_inner).clear();
         Ok(Box::new(MemWritable { data, size: 0 }))
+    }
+
+    fn open_appendable(&self, path: &Path, committed_len: u64) -> Result<Box<dyn WritableFile>> {
+        let state = self.state();
+        let data = state
+            .files
+            .get(&normalize(path))
+            .ok_or_else(|| not_found("open for appending", path, "no such file"))?
+            .clone();
+        let mut bytes = data.write().unwrap_or_else(PoisonError::into_inner);
+        let len = bytes.len() as u64;
+        let keep = usize::try_from(committed_len)
+            .ok()
+            .filter(|&k| k <= bytes.len())
+            .ok_or_else(|| super::shorter_than_committed(path, len, committed_len))?;
+        bytes.truncate(keep);
+        drop(bytes);
+        Ok(Box::new(MemWritable {
+            data,
+            size: committed_len,
+        }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -396,6 +420,21 @@ mod tests {
         // Re-creating truncates.
         drop(fs.create(path).unwrap());
         assert_eq!(fs.file_size(path).unwrap(), 0);
+    }
+
+    #[test]
+    fn open_appendable_cuts_the_tail_and_old_readers_keep_their_length() {
+        let fs = MemFs::new();
+        write(&fs, "/f", b"0123456789");
+        let old = fs.open(Path::new("/f")).unwrap();
+        let mut w = fs.open_appendable(Path::new("/f"), 4).unwrap();
+        assert_eq!((w.size(), fs.file_size(Path::new("/f")).unwrap()), (4, 4));
+        w.append(b"abcdefgh").unwrap();
+        assert_eq!(w.size(), 12);
+        assert_eq!(old.read_vec(0, 4).unwrap(), b"0123");
+        assert!(old.read_vec(8, 4).is_err(), "past the reader's length");
+        assert!(fs.open_appendable(Path::new("/f"), 13).is_err());
+        assert!(fs.open_appendable(Path::new("/g"), 0).is_err());
     }
 
     #[test]

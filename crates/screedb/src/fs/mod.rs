@@ -9,7 +9,17 @@
 //!   `Ok`;
 //! - a created, renamed or removed directory entry is durable only after [`Fs::sync_dir`] on its
 //!   parent directory returns `Ok`;
-//! - [`Fs::rename`] atomically replaces the target.
+//! - [`Fs::rename`] atomically replaces the target;
+//! - [`Fs::open_appendable`] cuts an existing file back to a committed length and appends after
+//!   it; the cut is durable only after [`WritableFile::sync`] on the returned file returns `Ok`
+//!   (until then a crash may bring back the bytes past the committed length, which the caller
+//!   never reads: it cuts them again at its next reopen). Bytes below the committed length are
+//!   never changed.
+//!
+//! Files that may grow: a file reopened by [`Fs::open_appendable`] grows while readers opened
+//! before hold it. A reader reads only below [`RandomAccessFile::size`] (its length when opened),
+//! and callers give each reader an extent (a committed length) at or below it, so an append, or
+//! the cut at a reopen, never changes a byte a reader can see.
 
 mod fault;
 #[cfg(target_os = "linux")]
@@ -49,7 +59,9 @@ pub trait WritableFile: Send + Sync {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` with the bytes at `offset`. Reading past the end is an error.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
-    /// Length of the file when it was opened (files are immutable once written).
+    /// Length of the file when it was opened. A file may grow by appends after it was opened
+    /// ([`Fs::open_appendable`]): readers only read below an extent they were given, which is
+    /// at most this length. Reads ending past this length fail, even if the file has grown.
     fn size(&self) -> u64;
 
     /// Reads `len` bytes at `offset` into a new vector.
@@ -71,19 +83,27 @@ pub(crate) fn slice_at<'d>(
     usize::try_from(offset)
         .ok()
         .and_then(|start| data.get(start..start.checked_add(len)?))
-        .ok_or_else(|| {
-            Error::io(
-                "read",
-                path,
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {len} bytes at offset {offset} is past the end ({} bytes)",
-                        data.len()
-                    ),
-                ),
-            )
-        })
+        .ok_or_else(|| past_end(path, offset, len, data.len() as u64))
+}
+
+/// Fails, naming `path`, unless `len` bytes at `offset` end at or below `size` (the length a
+/// reader was opened with: bytes appended since are not its to read).
+pub(crate) fn check_within(path: &Path, offset: u64, len: usize, size: u64) -> Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(past_end(path, offset, len, size)),
+    }
+}
+
+fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
+    Error::io(
+        "read",
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("read of {len} bytes at offset {offset} is past the end ({size} bytes)"),
+        ),
+    )
 }
 
 /// A held lock on a LOCK file; released when dropped.
@@ -101,11 +121,21 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     fn create_mapped_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.create(path)
     }
+    /// Reopens the existing file `path` for appending at `committed_len`: bytes past
+    /// `committed_len` (an unacknowledged tail written before a crash) are cut first, then
+    /// appends continue there, and [`WritableFile::size`] starts at `committed_len`. Bytes below
+    /// `committed_len` are never changed. The cut becomes durable with the first successful
+    /// [`WritableFile::sync`] of the returned file. Fails with an I/O error (kind `NotFound`) if
+    /// `path` does not exist, and with [`Error::Corruption`] naming `path` if it is shorter than
+    /// `committed_len` (acknowledged bytes are missing).
+    fn open_appendable(&self, path: &Path, committed_len: u64) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
-    /// Opens an existing file that nothing modifies while it is open (a table) for positional
-    /// reads through a read-only memory map, where the file system has them (see
-    /// `Options::mmap_reads`). Default: [`Fs::open`].
+    /// Opens an existing file for positional reads through a read-only memory map, where the
+    /// file system has them (see `Options::mmap_reads`). REQUIRES: nothing modifies the file's
+    /// bytes below the reader's extent while it is open: a table, or a file that only grows by
+    /// appends and whose reopen cuts only bytes past every reader's extent. The map covers the
+    /// length when opened; later appends are not visible through it. Default: [`Fs::open`].
     fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.open(path)
     }
@@ -143,6 +173,18 @@ pub fn write_all_synced(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<()> {
     let mut f = fs.create(path)?;
     f.append(data)?;
     f.sync()
+}
+
+/// The error of [`Fs::open_appendable`] for a file shorter than the committed length.
+pub(crate) fn shorter_than_committed(path: &Path, len: u64, committed_len: u64) -> Error {
+    Error::corruption(
+        path,
+        len,
+        format!(
+            "cannot append at the committed length {committed_len}: the file has only {len} \
+             bytes, so acknowledged bytes are missing"
+        ),
+    )
 }
 
 /// The parent directory of `path` (`.` for a bare file name).

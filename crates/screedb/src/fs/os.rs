@@ -5,10 +5,13 @@
 //! LOCK files use the OS advisory lock (`flock` on Linux) through `std::fs::File::try_lock`;
 //! `open_mapped` reads through a read-only `mmap` of the whole file (crate memmap2);
 //! `create_mapped_log` appends through a writable one on Linux (see `mapped_log.rs`), falling
-//! back to `create` where the file system cannot reserve space.
+//! back to `create` where the file system cannot reserve space. `open_appendable` is a plain
+//! buffered file like `create`'s, cut with `ftruncate` and positioned at the committed length.
+//! A reader reads only below its length when opened (pread and map alike), so appends made
+//! after it opened are invisible to it.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,6 +75,7 @@ impl RandomAccessFile for OsRandomAccess {
             buf.copy_from_slice(super::slice_at(map, offset, buf.len(), &self.path)?);
             return Ok(());
         }
+        super::check_within(&self.path, offset, buf.len(), self.size)?;
         self.file
             .read_exact_at(buf, offset)
             .map_err(|e| Error::io("read", &self.path, e))
@@ -127,6 +131,33 @@ impl Fs for OsFs {
         }))
     }
 
+    fn open_appendable(&self, path: &Path, committed_len: u64) -> Result<Box<dyn WritableFile>> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io("open for appending", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io("stat", path, e))?
+            .len();
+        if len < committed_len {
+            return Err(super::shorter_than_committed(path, len, committed_len));
+        }
+        if len > committed_len {
+            // The unacknowledged tail goes; the new size is made durable by the next sync
+            // (fdatasync flushes a size change, since later reads depend on it).
+            file.set_len(committed_len)
+                .map_err(|e| Error::io("truncate", path, e))?;
+        }
+        file.seek(SeekFrom::Start(committed_len))
+            .map_err(|e| Error::io("seek", path, e))?;
+        Ok(Box::new(OsWritable {
+            path: path.to_path_buf(),
+            file: BufWriter::with_capacity(WRITE_BUFFER, file),
+            size: committed_len,
+        }))
+    }
+
     #[cfg(target_os = "linux")]
     fn create_mapped_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         use super::mapped_log::{Created, MappedLog};
@@ -155,9 +186,12 @@ impl Fs for OsFs {
         } else {
             // SAFETY: `Mmap::map` is unsafe because the mapped bytes change (or the process
             // gets SIGBUS) if the file is modified or truncated while mapped. Callers map only
-            // files nothing modifies while open (`Fs::open_mapped`'s contract): ScreeDB tables,
-            // written under a fresh name, synced, and never written again; deleting one while
-            // mapped keeps its pages. Another ScreeDB process is kept out by the LOCK file;
+            // files nothing modifies below their extent while open (`Fs::open_mapped`'s
+            // contract): ScreeDB tables, written under a fresh name, synced, and never written
+            // again, and files that only grow by appends (`open_appendable`), whose reopen cuts
+            // only bytes past every reader's extent, so no page a reader touches is cut; the map
+            // covers the length at open, so appends after it are never read through it;
+            // deleting a file while mapped keeps its pages. Another ScreeDB process is kept out by the LOCK file;
             // another program truncating a live table is outside the contract (as with
             // LevelDB's and RocksDB's mmap reads), documented at `Options::mmap_reads`.
             unsafe { memmap2::Mmap::map(&file) }.ok()
@@ -287,6 +321,26 @@ mod tests {
         assert_eq!(e.size(), 0);
         assert_eq!(e.read_vec(0, 0).unwrap(), Vec::<u8>::new());
         assert!(e.read_vec(0, 1).is_err());
+    }
+
+    #[test]
+    fn open_appendable_cuts_the_tail_and_appends_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let mut w = OsFs.create(&a).unwrap();
+        w.append(b"keep|drop").unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let mapped = OsFs.open_mapped(&a).unwrap();
+        let mut w = OsFs.open_appendable(&a, 5).unwrap();
+        assert_eq!(w.size(), 5);
+        w.append(b"new").unwrap();
+        w.sync().unwrap();
+        assert_eq!(OsFs.open(&a).unwrap().read_vec(0, 8).unwrap(), b"keep|new");
+        // The mapped reader still reads below the committed length it was given.
+        assert_eq!(mapped.read_vec(0, 5).unwrap(), b"keep|");
+        let err = OsFs.open_appendable(&a, 9).err().unwrap();
+        assert!(err.is_corruption(), "{err}");
     }
 
     #[test]

@@ -96,18 +96,44 @@ impl BloomFilterBuilder {
 
     /// The encoded filter (blocked layout).
     pub fn finish(&self) -> Vec<u8> {
-        let bits = (self.hashes.len() as u64).saturating_mul(u64::from(self.bits_per_key));
+        self.finish_with_capacity(0)
+    }
+
+    /// The encoded filter (blocked layout), sized for at least `capacity` distinct keys so that
+    /// later keys can be added with [`BloomFilterBuilder::add_to`] at the same rate.
+    pub fn finish_with_capacity(&self, capacity: usize) -> Vec<u8> {
+        let keys = self.hashes.len().max(capacity) as u64;
+        let bits = keys.saturating_mul(u64::from(self.bits_per_key));
         let blocks = usize::try_from(bits.div_ceil(512).max(1)).unwrap_or(usize::MAX / 128);
         let k = probes_for(self.bits_per_key);
         let mut out = vec![0u8; blocks * BLOCK_BYTES + 1];
+        out[blocks * BLOCK_BYTES] = BLOCKED | k;
+        self.set_bits(&mut out[..blocks * BLOCK_BYTES], k);
+        out
+    }
+
+    /// A copy of the encoded blocked filter `filter` with this builder's keys added (its size
+    /// and probe count kept); `None` if `filter` is not a valid blocked filter.
+    pub fn add_to(&self, filter: &[u8]) -> Option<Vec<u8>> {
+        let parsed = BloomFilter::new(filter.to_vec())?;
+        if !parsed.blocked {
+            return None;
+        }
+        let mut out = filter.to_vec();
+        let bits = out.len() - 1;
+        self.set_bits(&mut out[..bits], parsed.k);
+        Some(out)
+    }
+
+    /// Sets the bits of every added key in the blocked bit array `bits`, with `k` probes.
+    fn set_bits(&self, bits: &mut [u8], k: u8) {
+        let blocks = bits.len() / BLOCK_BYTES;
         for &h in &self.hashes {
-            let block = &mut out[block_of(h, blocks) * BLOCK_BYTES..][..BLOCK_BYTES];
+            let block = &mut bits[block_of(h, blocks) * BLOCK_BYTES..][..BLOCK_BYTES];
             for bit in bits_in_block(h, k) {
                 block[bit / 8] |= 1 << (bit % 8);
             }
         }
-        out[blocks * BLOCK_BYTES] = BLOCKED | k;
-        out
     }
 
     /// The encoded filter in the classic layout (what tables written before the blocked layout
@@ -218,6 +244,35 @@ mod tests {
         let rate = fp as f64 / f64::from(n);
         assert!(rate < 0.03, "false-positive rate {rate}");
         assert!(rate > 0.0005, "suspiciously low false-positive rate {rate}");
+    }
+
+    #[test]
+    fn keys_added_to_a_filter_sized_for_capacity_keep_its_size_and_rate() {
+        let mut first = BloomFilterBuilder::new(10);
+        for i in 0..5_000u32 {
+            first.add_key(format!("key-{i}").as_bytes());
+        }
+        let base = first.finish_with_capacity(10_000);
+        assert_eq!(
+            base.len(),
+            100_000usize.div_ceil(512) * 64 + 1,
+            "whole blocks for 10,000 keys"
+        );
+        let mut more = BloomFilterBuilder::new(10);
+        for i in 5_000..10_000u32 {
+            more.add_key(format!("key-{i}").as_bytes());
+        }
+        let grown = more.add_to(&base).unwrap();
+        assert_eq!(grown.len(), base.len());
+        let f = BloomFilter::new(grown).unwrap();
+        assert!((0..10_000u32).all(|i| f.may_contain(format!("key-{i}").as_bytes())));
+        let fp = (0..10_000u32)
+            .filter(|i| f.may_contain(format!("absent-{i}").as_bytes()))
+            .count();
+        assert!(fp < 300, "{fp} false positives in 10,000");
+        // Only the blocked layout can be grown in place.
+        assert!(more.add_to(&first.finish_classic()).is_none());
+        assert!(more.add_to(&[]).is_none());
     }
 
     #[test]

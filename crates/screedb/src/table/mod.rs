@@ -30,6 +30,7 @@ mod filter;
 mod filter_policy;
 mod format;
 pub mod htable;
+mod jungle;
 mod properties;
 mod reader;
 mod seam;
@@ -53,6 +54,10 @@ pub use htable::{
     BUCKET_TAIL_LEN, HProbe, HTABLE_FOOTER_LEN, HTABLE_FORMAT_VERSION, HTABLE_MAGIC, HTable,
     HTableBuilder, HTableIterator, HTableOptions, HTableProperties, HTableStats, KeyHash,
     MAX_TRIE_DEPTH, NO_MIGRATION, bucket_count_for, is_htable,
+};
+pub use jungle::{
+    Commit, KeepFn, SegmentStats, TREE_MAGIC, TreeHandle, TreeIterator, TreeOptions, TreeReader,
+    append_segment, find_last_commit, rewrite_tree, write_tree,
 };
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};

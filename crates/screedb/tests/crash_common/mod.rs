@@ -410,6 +410,11 @@ impl Fs for ProcessFs {
         self.inner.create(path)
     }
 
+    fn open_appendable(&self, path: &Path, committed_len: u64) -> Result<Box<dyn WritableFile>> {
+        let _alive = self.live("open for appending", path)?;
+        self.inner.open_appendable(path, committed_len)
+    }
+
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let _alive = self.live("open", path)?;
         self.inner.open(path)

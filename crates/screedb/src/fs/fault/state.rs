@@ -41,6 +41,9 @@ pub(super) struct Tracked {
     pub(super) entry_durable: bool,
     /// (sequence number, offset, length) of the last append.
     pub(super) last_append: Option<(u64, u64, u64)>,
+    /// A cut made by [`crate::fs::Fs::open_appendable`] that no sync has made durable yet:
+    /// (offset, the durable bytes from there on that the cut removed). A crash restores them.
+    pub(super) cut: Option<(u64, Vec<u8>)>,
 }
 
 impl Tracked {
@@ -52,8 +55,49 @@ impl Tracked {
             synced: true,
             entry_durable: true,
             last_append: None,
+            cut: None,
         }
     }
+
+    /// Applies a reopen for appending at `committed_len`, given the file's durable content
+    /// from before the cut ([`durable_content`]): what a crash would restore past
+    /// `committed_len` is kept aside.
+    pub(super) fn reopen(&mut self, durable: &[u8], committed_len: u64) {
+        let at = match &self.cut {
+            Some((at, _)) => (*at).min(committed_len),
+            None => self.durable_len.min(committed_len),
+        };
+        self.cut = usize::try_from(at)
+            .ok()
+            .and_then(|a| durable.get(a..))
+            .filter(|rest| !rest.is_empty())
+            .map(|rest| (at, rest.to_vec()));
+        self.durable_len = durable.len() as u64;
+        self.len = committed_len;
+        self.last_append = None;
+    }
+}
+
+/// The bytes of tracked file `t` that a crash keeps (no torn write): its durable prefix in
+/// `inner`, and the durable tail a pending cut removed.
+pub(super) fn durable_content(inner: &dyn Fs, t: &Tracked) -> Result<Vec<u8>> {
+    let below = t.cut.as_ref().map_or(t.durable_len, |(at, _)| *at);
+    let len = usize::try_from(below)
+        .map_err(|_| Error::invalid(format!("{} is too large", t.path.display())))?;
+    let mut bytes = inner.open(&t.path)?.read_vec(0, len)?;
+    if let Some((_, tail)) = &t.cut {
+        bytes.extend_from_slice(tail);
+    }
+    Ok(bytes)
+}
+
+/// How the most recent unsynced append is torn by a crash.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tear {
+    /// Bytes of that append that reach the disk.
+    pub(super) keep: usize,
+    /// The bytes that reach the disk are garbage (each byte inverted) instead of the data.
+    pub(super) garble: bool,
 }
 
 #[derive(Debug)]
@@ -131,17 +175,19 @@ impl FaultState {
     }
 
     /// Applies the crash model to the inner file system (see the module doc).
-    pub(super) fn simulate_crash(&mut self, inner: &dyn Fs, keep: Option<usize>) -> Result<()> {
-        // The torn write, chosen before renames move files around: (id, surviving length).
-        let torn = keep.and_then(|keep| {
+    pub(super) fn simulate_crash(&mut self, inner: &dyn Fs, tear: Option<Tear>) -> Result<()> {
+        // The torn write, chosen before renames move files around:
+        // (id, offset of the torn append, surviving length).
+        let torn = tear.and_then(|tear| {
             self.files
                 .iter()
                 .filter_map(|(&id, t)| {
                     let (seq, off, len) = t.last_append?;
-                    (off + len > t.durable_len).then(|| (seq, id, off + len.min(keep as u64)))
+                    (off + len > t.durable_len || t.cut.is_some())
+                        .then(|| (seq, id, off, off + len.min(tear.keep as u64)))
                 })
                 .max()
-                .map(|(_, id, cut)| (id, cut))
+                .map(|(_, id, off, cut)| (id, off, cut))
         });
         for r in std::mem::take(&mut self.renames).into_iter().rev() {
             if self.files.get(&r.id).is_some_and(|t| t.path == r.to) {
@@ -154,10 +200,12 @@ impl FaultState {
                     t.entry_durable = r.from_entry_durable;
                 }
             }
-            if let Some((tracked, bytes)) = r.replaced
+            if let Some((mut tracked, bytes)) = r.replaced
                 && !self.by_path.contains_key(&r.to)
             {
                 rewrite(inner, &r.to, &bytes)?;
+                tracked.durable_len = bytes.len() as u64;
+                tracked.cut = None;
                 self.insert(tracked);
             }
         }
@@ -174,20 +222,48 @@ impl FaultState {
                 self.untrack_path(&path);
                 continue;
             }
-            let keep_len = match torn {
-                Some((torn_id, cut)) if torn_id == id => cut.max(t.durable_len),
-                _ => t.durable_len,
+            let bytes = match torn {
+                // The disk applied a pending cut, then the appends in order, and failed in
+                // the middle of the last one.
+                Some((torn_id, off, cut)) if torn_id == id => {
+                    let keep_len = if t.cut.is_some() {
+                        cut
+                    } else {
+                        cut.max(t.durable_len)
+                    };
+                    let mut bytes = read_prefix(inner, &t.path, keep_len)?;
+                    if tear.is_some_and(|tear| tear.garble) {
+                        let from = usize::try_from(off).unwrap_or(usize::MAX);
+                        for b in bytes.iter_mut().skip(from) {
+                            *b = !*b;
+                        }
+                    }
+                    Some(bytes)
+                }
+                _ if t.cut.is_some() => Some(durable_content(inner, t)?),
+                _ if inner.file_size(&t.path)? != t.durable_len => {
+                    Some(read_prefix(inner, &t.path, t.durable_len)?)
+                }
+                _ => None,
             };
-            if inner.file_size(&t.path)? != keep_len {
-                let len = usize::try_from(keep_len)
-                    .map_err(|_| Error::invalid(format!("{} is too large", t.path.display())))?;
-                let bytes = inner.open(&t.path)?.read_vec(0, len)?;
-                rewrite(inner, &t.path, &bytes)?;
-            }
+            let keep_len = match bytes {
+                Some(bytes) => {
+                    rewrite(inner, &t.path, &bytes)?;
+                    bytes.len() as u64
+                }
+                None => t.durable_len,
+            };
             *t = Tracked::durable(t.path.clone(), keep_len);
         }
         Ok(())
     }
+}
+
+/// The first `len` bytes of `path` in `inner`.
+fn read_prefix(inner: &dyn Fs, path: &Path, len: u64) -> Result<Vec<u8>> {
+    let len = usize::try_from(len)
+        .map_err(|_| Error::invalid(format!("{} is too large", path.display())))?;
+    inner.open(path)?.read_vec(0, len)
 }
 
 /// Replaces the content of `path` in `inner` with `bytes`, durably.

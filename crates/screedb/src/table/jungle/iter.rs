@@ -1,0 +1,221 @@
+//! Ordered iteration over a tree at one commit: a [`Cursor`] (the path of nodes from the root to
+//! a leaf entry) and [`TreeIterator`], the [`InternalIterator`] that resolves values.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::TreeReader;
+use super::node::{Handle, LeafEntry, Node};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+
+/// A position in a tree: the nodes from the root down to a leaf, each with the index of the
+/// child (or, in the leaf, the entry) the path takes. Empty when not positioned.
+#[derive(Debug, Default)]
+pub(super) struct Cursor {
+    stack: Vec<(Arc<Node>, usize)>,
+}
+
+fn node_len(n: &Node) -> usize {
+    match n {
+        Node::Leaf(es) => es.len(),
+        Node::Internal(cs) => cs.len(),
+    }
+}
+
+impl Cursor {
+    /// The entry under the cursor.
+    pub(super) fn current(&self) -> Option<&LeafEntry> {
+        match self.stack.last() {
+            Some((node, i)) => match &**node {
+                Node::Leaf(es) => es.get(*i),
+                Node::Internal(_) => None,
+            },
+            None => None,
+        }
+    }
+
+    /// Height of the node that would be pushed next.
+    fn next_height(tree: &TreeReader, depth: usize) -> u32 {
+        tree.commit().height.saturating_sub(depth as u32)
+    }
+
+    /// Pushes the subtree at `h` and descends to its first (or last) entry.
+    fn descend(&mut self, tree: &TreeReader, mut h: Handle, last: bool) -> Result<()> {
+        loop {
+            let height = Self::next_height(tree, self.stack.len());
+            let node = tree.node(h, height == 1)?;
+            let n = node_len(&node);
+            if n == 0 {
+                return Err(Error::corruption(tree.path(), h.offset, "empty tree node"));
+            }
+            let i = if last { n - 1 } else { 0 };
+            let child = match &*node {
+                Node::Internal(cs) => Some(cs[i].handle),
+                Node::Leaf(_) => None,
+            };
+            self.stack.push((node, i));
+            match child {
+                Some(c) => h = c,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    pub(super) fn seek_to_edge(&mut self, tree: &TreeReader, last: bool) -> Result<()> {
+        self.stack.clear();
+        match tree.root() {
+            Some(root) => self.descend(tree, root, last),
+            None => Ok(()),
+        }
+    }
+
+    /// Positions on the first entry >= `target`.
+    pub(super) fn seek(&mut self, tree: &TreeReader, target: &[u8]) -> Result<()> {
+        self.stack.clear();
+        let Some(mut h) = tree.root() else {
+            return Ok(());
+        };
+        let icmp = &tree.icmp;
+        loop {
+            let height = Self::next_height(tree, self.stack.len());
+            let node = tree.node(h, height == 1)?;
+            match &*node {
+                Node::Internal(cs) => {
+                    let i = cs.partition_point(|c| icmp.compare(&c.last, target) == Ordering::Less);
+                    let Some(c) = cs.get(i) else {
+                        self.stack.clear();
+                        return Ok(());
+                    };
+                    h = c.handle;
+                    self.stack.push((node, i));
+                }
+                Node::Leaf(es) => {
+                    let i = es.partition_point(|e| icmp.compare(&e.ikey, target) == Ordering::Less);
+                    let past = i >= es.len();
+                    self.stack.push((node, i));
+                    if past {
+                        // Only a damaged range gets here: move on to the next leaf.
+                        return self.step(tree, true);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Moves to the next (`forward`) or previous entry; empty past either end.
+    pub(super) fn step(&mut self, tree: &TreeReader, forward: bool) -> Result<()> {
+        while let Some((node, i)) = self.stack.last_mut() {
+            let n = node_len(node);
+            let moved = if forward {
+                (*i + 1 < n).then(|| *i + 1)
+            } else {
+                i.checked_sub(1).filter(|&j| j < n)
+            };
+            match moved {
+                Some(j) => {
+                    *i = j;
+                    let child = match &**node {
+                        Node::Internal(cs) => Some(cs[j].handle),
+                        Node::Leaf(_) => None,
+                    };
+                    if let Some(c) = child {
+                        self.descend(tree, c, !forward)?;
+                    }
+                    return Ok(());
+                }
+                None => {
+                    self.stack.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An [`InternalIterator`] over a tree at one commit, values resolved (a stored value is read
+/// and, if the options say so, verified when the cursor lands on it).
+pub struct TreeIterator {
+    tree: Arc<TreeReader>,
+    cur: Cursor,
+    value: Vec<u8>,
+    err: Option<Error>,
+}
+
+impl std::fmt::Debug for TreeIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeIterator")
+            .field("path", &self.tree.path())
+            .field("valid", &self.valid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TreeIterator {
+    pub(super) fn new(tree: Arc<TreeReader>) -> TreeIterator {
+        TreeIterator {
+            tree,
+            cur: Cursor::default(),
+            value: Vec::new(),
+            err: None,
+        }
+    }
+
+    /// Applies a move's result: resolves the value, or records the error and stops.
+    fn settle(&mut self, moved: Result<()>) {
+        let resolved = moved.and_then(|()| match self.cur.current() {
+            Some(e) => self.tree.resolve(&e.value, false).map(Some),
+            None => Ok(None),
+        });
+        match resolved {
+            Ok(Some(v)) => self.value = v,
+            Ok(None) => self.value.clear(),
+            Err(e) => {
+                self.err = Some(e);
+                self.cur = Cursor::default();
+            }
+        }
+    }
+}
+
+impl InternalIterator for TreeIterator {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.cur.current().is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.err = None;
+        let r = self.cur.seek_to_edge(&self.tree, false);
+        self.settle(r);
+    }
+    fn seek_to_last(&mut self) {
+        self.err = None;
+        let r = self.cur.seek_to_edge(&self.tree, true);
+        self.settle(r);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.err = None;
+        let r = self.cur.seek(&self.tree, target);
+        self.settle(r);
+    }
+    fn next(&mut self) {
+        let r = self.cur.step(&self.tree, true);
+        self.settle(r);
+    }
+    fn prev(&mut self) {
+        let r = self.cur.step(&self.tree, false);
+        self.settle(r);
+    }
+    fn key(&self) -> &[u8] {
+        self.cur.current().map_or(&[], |e| &e.ikey)
+    }
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}

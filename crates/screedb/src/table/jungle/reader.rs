@@ -1,0 +1,330 @@
+//! [`TreeReader`]: a tree file pinned at one commit. It reads only below the commit's extent,
+//! so segments appended later are invisible to it (MVCC for free: bytes below a commit never
+//! change).
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::commit::{read_commit_at, read_commit_ending_at};
+use super::iter::{Cursor, TreeIterator};
+use super::node::{
+    FILTER_RECORD, Handle, LeafEntry, Node, VALUE_RECORD, ValueRef, read_node, read_record,
+};
+use super::{Commit, TreeOptions};
+use crate::comparator::InternalKeyComparator;
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::key::parse_internal_key;
+use crate::table::BloomFilter;
+
+/// A tree file opened at one commit. `Send + Sync`; share it in an `Arc`.
+pub struct TreeReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_number: u64,
+    opts: TreeOptions,
+    pub(super) icmp: InternalKeyComparator,
+    commit: Commit,
+    filter_bytes: Option<Vec<u8>>,
+    filter: Option<BloomFilter>,
+    /// The root node, decoded at open (every lookup starts there).
+    root: Option<Arc<Node>>,
+}
+
+impl fmt::Debug for TreeReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TreeReader")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("commit", &self.commit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TreeReader {
+    /// Opens the tree as of the commit whose record ends the extent `len` (reads only bytes
+    /// below `len`, so later appends are invisible). The commit and the filter are verified, and
+    /// the root node is read and kept decoded.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        file_number: u64,
+        len: u64,
+        opts: TreeOptions,
+        icmp: InternalKeyComparator,
+    ) -> Result<TreeReader> {
+        let commit = read_commit_ending_at(&*file, &path, len)?;
+        if (commit.height == 0) != (commit.entries == 0) {
+            return Err(Error::corruption(
+                &path,
+                commit.offset,
+                format!(
+                    "commit of a tree of height {} with {} entries",
+                    commit.height, commit.entries
+                ),
+            ));
+        }
+        let (filter_bytes, filter) = match commit.filter {
+            Some(h) => {
+                let raw = read_record(&*file, &path, commit.offset, h, FILTER_RECORD, true)?;
+                let parsed = BloomFilter::new(raw.clone())
+                    .ok_or_else(|| Error::corruption(&path, h.offset, "malformed tree filter"))?;
+                (Some(raw), Some(parsed))
+            }
+            None => (None, None),
+        };
+        let mut tree = TreeReader {
+            file,
+            path,
+            file_number,
+            opts,
+            icmp,
+            commit,
+            filter_bytes,
+            filter,
+            root: None,
+        };
+        if let Some(h) = tree.root() {
+            tree.root = Some(Arc::new(tree.read_node(h, tree.commit.height == 1)?));
+        }
+        Ok(tree)
+    }
+
+    /// The commit this reader is pinned at.
+    pub fn commit(&self) -> &Commit {
+        &self.commit
+    }
+
+    /// The file's path (for errors).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's number, as given to [`TreeReader::open`].
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// False only if `user_key` is certainly not in the tree (one filter probe).
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The encoded filter of this commit, if it has one.
+    pub(super) fn filter_bytes(&self) -> Option<&[u8]> {
+        self.filter_bytes.as_deref()
+    }
+
+    /// Bytes this reader keeps in memory: the filter, the commit's key range and the root
+    /// node's payload.
+    pub fn metadata_bytes(&self) -> u64 {
+        let root = if self.root.is_some() {
+            self.commit.root_size as usize
+        } else {
+            0
+        };
+        (self.filter_bytes.as_ref().map_or(0, Vec::len)
+            + self.commit.smallest.len()
+            + self.commit.largest.len()
+            + root) as u64
+    }
+
+    /// The root node's handle; `None` for an empty tree.
+    pub(super) fn root(&self) -> Option<Handle> {
+        (self.commit.height > 0).then_some(Handle {
+            offset: self.commit.root,
+            size: self.commit.root_size,
+        })
+    }
+
+    /// The node at `handle`, a leaf if `leaf`: the root from memory, any other read.
+    pub(super) fn node(&self, handle: Handle, leaf: bool) -> Result<Arc<Node>> {
+        match &self.root {
+            Some(root) if Some(handle) == self.root() => Ok(Arc::clone(root)),
+            _ => self.read_node(handle, leaf).map(Arc::new),
+        }
+    }
+
+    /// Reads the node at `handle`, a leaf if `leaf`.
+    pub(super) fn read_node(&self, handle: Handle, leaf: bool) -> Result<Node> {
+        let verify = self.opts.verify_checksums;
+        read_node(
+            &*self.file,
+            &self.path,
+            self.commit.offset,
+            handle,
+            leaf,
+            verify,
+        )
+    }
+
+    /// The bytes of a leaf entry's value.
+    pub(super) fn resolve(&self, value: &ValueRef, verify: bool) -> Result<Vec<u8>> {
+        match value {
+            ValueRef::Inline(v) => Ok(v.clone()),
+            ValueRef::Stored(h) => {
+                let verify = verify || self.opts.verify_checksums;
+                read_record(
+                    &*self.file,
+                    &self.path,
+                    self.commit.offset,
+                    *h,
+                    VALUE_RECORD,
+                    verify,
+                )
+            }
+        }
+    }
+
+    /// The first entry whose internal key is >= `target` (like `Table::get_unfiltered`), its
+    /// value resolved; `None` past the last entry.
+    pub fn get(&self, target_ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut cur = Cursor::default();
+        cur.seek(self, target_ikey)?;
+        match cur.current() {
+            Some(e) => Ok(Some((e.ikey.clone(), self.resolve(&e.value, false)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// An iterator over the tree at this commit, values resolved.
+    pub fn iter(self: &Arc<Self>) -> TreeIterator {
+        TreeIterator::new(Arc::clone(self))
+    }
+
+    /// Calls `f` with every leaf's entries, in key order (no value is read).
+    pub(super) fn for_each_leaf(&self, f: &mut dyn FnMut(&[LeafEntry])) -> Result<()> {
+        match self.root() {
+            Some(root) => self.walk(root, self.commit.height, f),
+            None => Ok(()),
+        }
+    }
+
+    fn walk(&self, h: Handle, height: u32, f: &mut dyn FnMut(&[LeafEntry])) -> Result<()> {
+        match self.read_node(h, height == 1)? {
+            Node::Leaf(entries) => f(&entries),
+            Node::Internal(children) => {
+                for c in children {
+                    self.walk(c.handle, height - 1, f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every reachable node and value (checksums, order, key ranges, depth, counts),
+    /// the filter against every key, and the chain of earlier commits. Errors name the file
+    /// and the offset of the damaged record.
+    pub fn verify(&self) -> Result<()> {
+        let c = &self.commit;
+        let mut v = Verify {
+            tree: self,
+            entries: 0,
+            live: 0,
+            last: None,
+        };
+        if let Some(root) = self.root() {
+            v.node(root, c.height, &c.smallest, &c.largest)?;
+        }
+        if (v.entries, v.live) != (c.entries, c.live_bytes) {
+            return Err(Error::corruption(
+                &self.path,
+                c.offset,
+                format!(
+                    "commit counts {} entries and {} live bytes, the tree holds {} and {}",
+                    c.entries, c.live_bytes, v.entries, v.live
+                ),
+            ));
+        }
+        let mut later = c.offset;
+        let mut prev = c.prev;
+        while let Some(off) = prev {
+            let p = read_commit_at(&*self.file, &self.path, off, later)?;
+            if p.len > later {
+                return Err(Error::corruption(
+                    &self.path,
+                    off,
+                    format!("previous commit overlaps the commit at {later}"),
+                ));
+            }
+            later = p.offset;
+            prev = p.prev;
+        }
+        Ok(())
+    }
+}
+
+/// The state of [`TreeReader::verify`]'s walk.
+struct Verify<'a> {
+    tree: &'a TreeReader,
+    entries: u64,
+    live: u64,
+    /// The last key of the previous leaf.
+    last: Option<Vec<u8>>,
+}
+
+impl Verify<'_> {
+    fn bad(&self, offset: u64, reason: String) -> Error {
+        Error::corruption(&self.tree.path, offset, reason)
+    }
+
+    /// Checks the subtree at `h` of `height` levels whose keys must span exactly first..=last.
+    fn node(&mut self, h: Handle, height: u32, first: &[u8], last: &[u8]) -> Result<()> {
+        let t = self.tree;
+        let icmp = &t.icmp;
+        let node = read_node(&*t.file, &t.path, t.commit.offset, h, height == 1, true)?;
+        let (got_first, got_last) = match &node {
+            Node::Leaf(es) => (es.first().map(|e| &e.ikey), es.last().map(|e| &e.ikey)),
+            Node::Internal(cs) => (cs.first().map(|c| &c.first), cs.last().map(|c| &c.last)),
+        };
+        if got_first.map(Vec::as_slice) != Some(first) || got_last.map(Vec::as_slice) != Some(last)
+        {
+            return Err(self.bad(h.offset, "node keys do not match its parent's range".into()));
+        }
+        match node {
+            Node::Leaf(entries) => {
+                if let (Some(prev), Some(e)) = (&self.last, entries.first())
+                    && icmp.compare_user(prev, &e.ikey) != Ordering::Less
+                {
+                    return Err(self.bad(h.offset, "leaf overlaps or splits a user key".into()));
+                }
+                for (i, e) in entries.iter().enumerate() {
+                    let Some(pk) = parse_internal_key(&e.ikey) else {
+                        return Err(self.bad(h.offset, format!("entry {i}: bad internal key")));
+                    };
+                    if i > 0 && icmp.compare(&entries[i - 1].ikey, &e.ikey) != Ordering::Less {
+                        return Err(self.bad(h.offset, format!("entry {i} out of order")));
+                    }
+                    let c = &t.commit;
+                    if pk.seq < c.smallest_seq || pk.seq > c.largest_seq {
+                        return Err(self.bad(h.offset, format!("entry {i}: seq out of range")));
+                    }
+                    if !t.may_contain(pk.user_key) {
+                        return Err(self.bad(h.offset, format!("entry {i}: not in the filter")));
+                    }
+                    t.resolve(&e.value, true)?;
+                    self.live += e.logical_len();
+                }
+                self.entries += entries.len() as u64;
+                self.last = entries.last().map(|e| e.ikey.clone());
+            }
+            Node::Internal(children) => {
+                for (i, c) in children.iter().enumerate() {
+                    let next_ok = children
+                        .get(i + 1)
+                        .is_none_or(|n| icmp.compare(&c.last, &n.first) == Ordering::Less);
+                    if icmp.compare(&c.first, &c.last) == Ordering::Greater || !next_ok {
+                        return Err(self.bad(h.offset, format!("child {i}: bad key range")));
+                    }
+                    if height <= 1 {
+                        return Err(self.bad(h.offset, "internal node at leaf depth".into()));
+                    }
+                    self.node(c.handle, height - 1, &c.first, &c.last)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
