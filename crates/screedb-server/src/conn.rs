@@ -46,6 +46,9 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut stop = shared.shutdown.subscribe();
     let limits = shared.config.limits;
     let blocking = shared.config.sync == SyncMode::Always;
+    // Replies wait at most this much before they are sent, so only one reply bigger than half
+    // the limit can make a client break it.
+    let flush_at = FLUSH_AT.min(shared.config.max_output_buffer / 2).max(1);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut out = BytesMut::with_capacity(16 << 10);
     loop {
@@ -72,7 +75,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
                         close = true;
                         break;
                     }
-                    if out.len() >= FLUSH_AT {
+                    if out.len() >= flush_at {
                         if stream.write_all(&out).await.is_err() {
                             return;
                         }

@@ -1,5 +1,7 @@
 //! Hash commands, including a hash deleted and re-created (a new version: old fields gone).
 
+#![allow(clippy::unwrap_used, reason = "test code")]
+
 mod common;
 
 use std::collections::HashMap;

@@ -1,5 +1,7 @@
 //! The string commands against a real client: replies, options and Redis's error wording.
 
+#![allow(clippy::unwrap_used, reason = "test code")]
+
 mod common;
 
 use common::{connect, err, run, start};

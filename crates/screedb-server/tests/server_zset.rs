@@ -1,6 +1,8 @@
 //! Sorted sets as YCSB uses them: ZADD (with its flags), ZREM, ZSCORE, ZCARD, ZRANGE,
 //! ZRANGEBYSCORE with LIMIT, negative and infinite scores in order.
 
+#![allow(clippy::unwrap_used, reason = "test code")]
+
 mod common;
 
 use common::{connect, err, run, start};

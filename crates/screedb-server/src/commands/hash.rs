@@ -56,10 +56,10 @@ pub fn hset(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
     let mut fields: HashMap<&[u8], &Bytes> = HashMap::with_capacity(pairs.len() / 2);
     let mut order = Vec::with_capacity(pairs.len() / 2);
     for pair in pairs.chunks(2) {
-        if let [f, v] = pair {
-            if fields.insert(f.as_ref(), v).is_none() {
-                order.push(f.as_ref());
-            }
+        if let [f, v] = pair
+            && fields.insert(f.as_ref(), v).is_none()
+        {
+            order.push(f.as_ref());
         }
     }
     let mut batch = WriteBatch::new();

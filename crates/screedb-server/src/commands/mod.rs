@@ -240,7 +240,7 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
 pub fn parse_i64(b: &[u8]) -> Res<i64> {
     std::str::from_utf8(b)
         .ok()
-        .filter(|s| !s.starts_with('+') && !(s.len() > 1 && s.starts_with('0')))
+        .filter(|s| !(s.starts_with('+') || (s.len() > 1 && s.starts_with('0'))))
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| Reply::err("value is not an integer or out of range"))
 }

@@ -432,12 +432,7 @@ pub fn info(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
             "screedb.memory",
         ] {
             if let Some(v) = db.property(prop) {
-                let _ = write!(
-                    out,
-                    "{}:{}\r\n",
-                    prop.replace('.', "_").replace('-', "_"),
-                    v.trim()
-                );
+                let _ = write!(out, "{}:{}\r\n", prop.replace(['.', '-'], "_"), v.trim());
             }
         }
         let _ = write!(
