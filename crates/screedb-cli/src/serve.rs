@@ -26,9 +26,12 @@ pub struct ServeArgs {
     /// Largest bulk string a request may carry, in bytes.
     #[arg(long, default_value_t = 512 << 20)]
     proto_max_bulk_len: usize,
-    /// Memtable size in MiB (the engine's write_buffer_size).
+    /// Memtable size in MiB (the engine's write_buffer_size; default 64).
     #[arg(long)]
     write_buffer_mib: Option<usize>,
+    /// Memory component: skiplist (default) or flodb (docs/memory.md).
+    #[arg(long, value_parser = crate::parse_memory)]
+    memory: Option<screedb::Memory>,
 }
 
 /// Serves until SIGINT, SIGTERM or SHUTDOWN.
@@ -41,6 +44,9 @@ pub fn serve(args: ServeArgs) -> CliResult {
     config.limits.max_bulk_len = args.proto_max_bulk_len;
     if let Some(mib) = args.write_buffer_mib {
         config.options.write_buffer_size = mib << 20;
+    }
+    if let Some(memory) = args.memory {
+        config.options.memory = memory;
     }
     let sync = config.sync.name();
     screedb_server::run(config, |addr| {

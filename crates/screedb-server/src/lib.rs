@@ -35,6 +35,9 @@ use tokio::task::JoinSet;
 use commands::CommandStats;
 use store::Store;
 
+/// How long a shutdown waits for connections to finish before it closes them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// When writes reach the disk: Redis's `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
@@ -267,7 +270,15 @@ impl Server {
             }
         }
         drop(listener);
-        while conns.join_next().await.is_some() {}
+        // Connections finish what they read; one stuck writing to a client that never reads is
+        // cut off after a grace period.
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+            while conns.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            conns.shutdown().await;
+        }
         background.shutdown().await;
         // A blocking task (an everysec sync) may still hold a reference for a moment.
         let mut shared = shared;
@@ -448,7 +459,7 @@ async fn wait_for_signal() {
     }
 }
 
-/// Number of connected clients right now (for tests of the client limit).
+/// Number of connected clients right now (INFO clients, CLIENT LIST).
 pub(crate) fn client_count(shared: &Shared) -> usize {
     shared.clients.load(Ordering::Relaxed)
 }
