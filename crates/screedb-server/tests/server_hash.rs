@@ -37,7 +37,18 @@ fn hashes_behave_as_in_redis() {
         .arg("d")
         .query(&mut c)
         .unwrap();
-    assert_eq!(got, vec![Some("10".into()), None, Some("5".into())]);
+    assert_eq!(
+        got,
+        vec![Some("10".into()), None, Some("5".into())],
+        "3 of 4 fields: one scan"
+    );
+    let got: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg("h")
+        .arg("b")
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(got, vec![Some("2".into()), None], "2 fields: a lookup each");
     let all: HashMap<String, String> = c.hgetall("h").unwrap();
     let want: HashMap<String, String> = [("a", "10"), ("b", "2"), ("c", "4"), ("d", "5")]
         .into_iter()

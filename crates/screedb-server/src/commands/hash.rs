@@ -13,6 +13,10 @@ use crate::reply::{OK, Reply};
 use crate::store::{Res, Store, db_err};
 use crate::{Client, Shared};
 
+/// HMGET of at least this many fields, and at least half the hash, reads the whole hash with
+/// one range scan instead of one lookup per field.
+const SCAN_FROM_FIELDS: u64 = 3;
+
 fn arg(args: &[Bytes], i: usize) -> Bytes {
     args.get(i).cloned().unwrap_or_default()
 }
@@ -95,8 +99,28 @@ pub fn hget(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
 pub fn hmget(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
     let key = arg(args, 1);
     let meta = shared.store.meta_of(&key, Kind::Hash)?;
+    let fields = args.get(2..).unwrap_or_default();
+    let wanted = u64::try_from(fields.len()).unwrap_or(u64::MAX);
+    if let Some(m) = &meta
+        && wanted >= SCAN_FROM_FIELDS
+        && wanted.saturating_mul(2) >= m.size
+    {
+        // Most of the hash is asked for: one seek and a walk over its subkeys costs less than
+        // a point lookup per field (each searches the memtables and a table block).
+        let all: HashMap<Vec<u8>, Vec<u8>> = shared
+            .store
+            .versioned(SUB, &key, m.version)?
+            .into_iter()
+            .collect();
+        return Ok(Reply::Array(
+            fields
+                .iter()
+                .map(|f| Reply::opt(all.get(f.as_ref()).cloned()))
+                .collect(),
+        ));
+    }
     let mut out = Vec::with_capacity(args.len());
-    for f in args.get(2..).unwrap_or_default() {
+    for f in fields {
         out.push(match &meta {
             Some(m) => Reply::opt(field(shared, &key, m, f)?),
             None => Reply::Null,
