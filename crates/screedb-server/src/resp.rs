@@ -50,6 +50,8 @@ pub enum ProtocolError {
     MissingCrlf,
     /// An inline command with an unclosed quote.
     UnbalancedQuotes,
+    /// An inline command with more than [`Limits::max_args`] arguments.
+    TooManyInlineArgs,
 }
 
 impl std::fmt::Display for ProtocolError {
@@ -68,6 +70,9 @@ impl std::fmt::Display for ProtocolError {
             }
             ProtocolError::UnbalancedQuotes => {
                 f.write_str("Protocol error: unbalanced quotes in request")
+            }
+            ProtocolError::TooManyInlineArgs => {
+                f.write_str("Protocol error: too many arguments in inline request")
             }
         }
     }
@@ -168,7 +173,11 @@ fn parse_inline(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Request>, 
     let line = buf.split_to(nl + 1);
     let line = line.get(..nl).unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    split_args(line).map(Some)
+    let args = split_args(line)?;
+    if args.len() > limits.max_args {
+        return Err(ProtocolError::TooManyInlineArgs);
+    }
+    Ok(Some(args))
 }
 
 /// Splits an inline command line as Redis's `sdssplitargs` does: blanks separate arguments,
@@ -344,6 +353,11 @@ mod tests {
         assert_eq!(
             parse_all(b"*x\r\n", &small),
             Err(ProtocolError::InvalidMultibulkLength)
+        );
+        // postmortem: the fuzz target found that inline requests were not held to max_args.
+        assert_eq!(
+            parse_all(b"a b c d\r\n", &small),
+            Err(ProtocolError::TooManyInlineArgs)
         );
     }
 
