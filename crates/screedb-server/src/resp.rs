@@ -364,17 +364,32 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
-        /// Random bytes never panic, and whatever parses re-encodes to the same requests.
+        /// Random bytes never panic, and no request breaks the limits.
         #[test]
-        fn random_bytes_never_panic(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
-            let small = Limits { max_bulk_len: 64, max_args: 8, max_inline_len: 64, max_query_buffer: 1024 };
-            let _ = parse_all(&data, &small);
+        fn random_bytes_never_panic(
+            data in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+        ) {
+            let small = Limits {
+                max_bulk_len: 64,
+                max_args: 8,
+                max_inline_len: 64,
+                max_query_buffer: 1024,
+            };
+            if let Ok(requests) = parse_all(&data, &small) {
+                for r in requests {
+                    proptest::prop_assert!(r.len() <= 8);
+                    proptest::prop_assert!(r.iter().all(|a| a.len() <= 64));
+                }
+            }
         }
 
         /// Random requests encoded as multibulk parse back to themselves, split anywhere.
         #[test]
         fn multibulk_round_trip(
-            args in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..20), 1..6),
+            args in proptest::collection::vec(
+                proptest::collection::vec(proptest::num::u8::ANY, 0..20),
+                1..6,
+            ),
             cut in 0usize..200,
         ) {
             let mut wire = format!("*{}\r\n", args.len()).into_bytes();
@@ -390,7 +405,10 @@ mod tests {
                 proptest::prop_assert!(first.is_none());
                 buf.extend_from_slice(&wire[cut..]);
             }
-            let got = match first { Some(r) => r, None => parse(&mut buf, &Limits::default()).expect("valid").expect("whole") };
+            let got = match first {
+                Some(r) => r,
+                None => parse(&mut buf, &Limits::default()).expect("valid").expect("whole"),
+            };
             let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();
             proptest::prop_assert_eq!(got, args);
         }

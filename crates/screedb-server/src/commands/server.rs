@@ -359,9 +359,9 @@ pub fn info(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
     if want("server") {
         let _ = write!(
             out,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nscreedb_version:{}\r\nredis_mode:standalone\r\n\
-             os:{}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{uptime}\r\n\
-             uptime_in_days:{}\r\nappendfsync:{}\r\n\r\n",
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nscreedb_version:{}\r\n\
+             redis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\n\
+             uptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\nappendfsync:{}\r\n\r\n",
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::process::id(),
@@ -427,12 +427,19 @@ pub fn info(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
             let _ = write!(out, "{}\r\n", line.trim_end());
         }
         for prop in [
+            "screedb.levels",
             "screedb.approximate-memory-usage",
             "screedb.write-amplification",
             "screedb.memory",
         ] {
-            if let Some(v) = db.property(prop) {
-                let _ = write!(out, "{}:{}\r\n", prop.replace(['.', '-'], "_"), v.trim());
+            // A value of several lines (the level table) becomes one INFO line each.
+            for line in db.property(prop).unwrap_or_default().lines() {
+                let _ = write!(
+                    out,
+                    "{}:{}\r\n",
+                    prop.replace(['.', '-'], "_"),
+                    line.trim_end()
+                );
             }
         }
         let _ = write!(
