@@ -100,6 +100,11 @@ fn sorted_sets_behave_as_in_redis() {
         ["top"]
     );
     assert!(strings(run(&mut c, &["ZRANGE", "z", "3", "1"]).unwrap()).is_empty());
+    assert!(strings(run(&mut c, &["ZRANGE", "z", "0", "-100"]).unwrap()).is_empty());
+    assert_eq!(
+        strings(run(&mut c, &["ZRANGE", "z", "-100", "0"]).unwrap()),
+        ["bottom"]
+    );
     assert_eq!(
         strings(run(&mut c, &["ZRANGE", "z", "1", "2", "WITHSCORES"]).unwrap()),
         ["c", "-3.5", "d", "0"]

@@ -255,8 +255,10 @@ pub fn zrange(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Res<Reply
         return Ok(Reply::Array(Vec::new()));
     };
     let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
-    let norm = |i: i64| if i < 0 { (size + i).max(0) } else { i };
-    let (start, stop) = (norm(start), norm(stop).min(size - 1));
+    // As Redis: negative indices count from the end; a start before the first element is 0, a
+    // stop before it makes the range empty.
+    let from_end = |i: i64| if i < 0 { size.saturating_add(i) } else { i };
+    let (start, stop) = (from_end(start).max(0), from_end(stop).min(size - 1));
     if start > stop || start >= size {
         return Ok(Reply::Array(Vec::new()));
     }
