@@ -29,6 +29,9 @@ pub struct ServeArgs {
     /// Memtable size in MiB (the engine's write_buffer_size; default 64).
     #[arg(long)]
     write_buffer_mib: Option<usize>,
+    /// Threads serving connections (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
     /// Memory component: skiplist (default) or flodb (docs/memory.md).
     #[arg(long, value_parser = crate::parse_memory)]
     memory: Option<screedb::Memory>,
@@ -45,6 +48,7 @@ pub fn serve(args: ServeArgs) -> CliResult {
     if let Some(mib) = args.write_buffer_mib {
         config.options.write_buffer_size = mib << 20;
     }
+    config.threads = args.threads;
     if let Some(memory) = args.memory {
         config.options.memory = memory;
     }

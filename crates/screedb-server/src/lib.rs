@@ -98,6 +98,8 @@ pub struct Config {
     pub options: screedb::Options,
     /// How often the sweeper (active expiry, old subkeys) runs. Default: 100 ms.
     pub sweep_interval: Duration,
+    /// Runtime threads serving connections ([`run`] only). Default: `None`, one per core.
+    pub threads: Option<usize>,
 }
 
 impl Config {
@@ -113,6 +115,7 @@ impl Config {
             max_output_buffer: 256 << 20,
             options: screedb::Options::default(),
             sweep_interval: Duration::from_millis(100),
+            threads: None,
         }
     }
 }
@@ -429,8 +432,8 @@ pub fn spawn(config: Config) -> Result<RunningServer, ServerError> {
 /// Serves `config` until SIGINT, SIGTERM or SHUTDOWN; `on_listen` is told the address first.
 /// What `screedb serve` runs.
 pub fn run(config: Config, on_listen: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let rt = runtime(threads)?;
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let rt = runtime(config.threads.unwrap_or(cores).max(1))?;
     rt.block_on(async move {
         let server = Server::bind(config).await?;
         on_listen(server.local_addr()?);
