@@ -8,6 +8,7 @@ mod dump;
 mod escape;
 mod inspect;
 mod kv;
+mod serve;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -80,6 +81,9 @@ enum Command {
     /// Run db_bench-style benchmarks (default: the README's main job, about a minute), or
     /// `bench compare` to run them on several engines.
     Bench(Box<BenchCommand>),
+    /// Serve the database over the Redis protocol (RESP2/RESP3) until SIGINT, SIGTERM or
+    /// SHUTDOWN (docs/server.md).
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -156,6 +160,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Check { db } => inspect::check(&db, out),
         Command::Stats { db, memory } => inspect::stats(&db, memory, out),
         Command::Bench(bench) => bench_command(*bench, out),
+        Command::Serve(args) => serve::serve(args),
     }
 }
 

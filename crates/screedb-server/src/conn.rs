@@ -1,0 +1,125 @@
+//! One client connection: read what the client sent, run every whole request in it (a
+//! pipeline runs as it arrived), send the replies in one write, repeat.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::reply::Reply;
+use crate::{Client, Shared, SyncMode, commands, resp};
+
+/// Replies are sent once this many bytes wait, even in the middle of a pipeline.
+const FLUSH_AT: usize = 64 << 10;
+
+/// Decrements the client count when the connection ends, however it ends.
+struct Counted<'a>(&'a Shared);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Serves one connection until the client leaves, breaks the protocol, or the server stops.
+pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
+    shared.connections_received.fetch_add(1, Ordering::Relaxed);
+    let count = shared.clients.fetch_add(1, Ordering::Relaxed) + 1;
+    let _counted = Counted(&shared);
+    if count > shared.config.max_clients {
+        shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let mut client = Client {
+        id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
+        proto: 2,
+        authenticated: shared.config.requirepass.is_none(),
+        name: None,
+        quit: false,
+    };
+    let mut stop = shared.shutdown.subscribe();
+    let limits = shared.config.limits;
+    let blocking = shared.config.sync == SyncMode::Always;
+    // Replies wait at most this much before they are sent, so only one reply bigger than half
+    // the limit can make a client break it.
+    let flush_at = FLUSH_AT.min(shared.config.max_output_buffer / 2).max(1);
+    let mut input = BytesMut::with_capacity(16 << 10);
+    let mut out = BytesMut::with_capacity(16 << 10);
+    loop {
+        let mut close = false;
+        loop {
+            match resp::parse(&mut input, &limits) {
+                Ok(Some(request)) if request.is_empty() => {}
+                Ok(Some(request)) => {
+                    let reply = if blocking {
+                        // A synced write waits for an fsync: let the runtime move other
+                        // connections to another thread meanwhile.
+                        tokio::task::block_in_place(|| {
+                            commands::execute(&shared, &mut client, &request)
+                        })
+                    } else {
+                        commands::execute(&shared, &mut client, &request)
+                    };
+                    reply.encode(client.proto, &mut out);
+                    if out.len() > shared.config.max_output_buffer {
+                        // Redis's client-output-buffer-limit: the client is dropped.
+                        return;
+                    }
+                    if client.quit {
+                        close = true;
+                        break;
+                    }
+                    if out.len() >= flush_at {
+                        if stream.write_all(&out).await.is_err() {
+                            return;
+                        }
+                        out.clear();
+                    }
+                }
+                Ok(None) => {
+                    if input.len() > limits.max_query_buffer {
+                        Reply::err("Protocol error: query buffer limit reached")
+                            .encode(client.proto, &mut out);
+                        close = true;
+                    }
+                    break;
+                }
+                Err(e) => {
+                    Reply::err(e).encode(client.proto, &mut out);
+                    close = true;
+                    break;
+                }
+            }
+        }
+        if !out.is_empty() {
+            if stream.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+        let stopping = *stop.borrow();
+        if close || stopping {
+            let _ = stream.shutdown().await;
+            return;
+        }
+        if input.capacity() - input.len() < 4096 {
+            input.reserve(16 << 10);
+        }
+        let read = tokio::select! {
+            read = stream.read_buf(&mut input) => Some(read),
+            _ = stop.changed() => None,
+        };
+        match read {
+            Some(Ok(0) | Err(_)) => return,
+            Some(Ok(_)) => {}
+            // Stopping: the loop above serves what was read, then closes.
+            None => {}
+        }
+    }
+}
