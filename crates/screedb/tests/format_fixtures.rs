@@ -141,7 +141,7 @@ fn the_table_fixture_reads_back_every_entry() {
     assert_eq!(table.properties().num_entries, want.len() as u64);
     assert!(table.properties().num_data_blocks > 1);
 
-    let mut it = table.iter();
+    let mut it = table.table_iter();
     let mut got = Vec::new();
     it.seek_to_first();
     while it.valid() {

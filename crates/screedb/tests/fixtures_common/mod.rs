@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use screedb::key::{SequenceNumber, ValueKind, make_internal_key};
-use screedb::{Layout, Options};
+use screedb::{Layout, LayoutKind, Options};
 
 /// Keys written by round 0 (round 2 adds [`EXTRA_KEYS`] more after them).
 pub const KEYS: u32 = 300;
@@ -25,7 +25,7 @@ pub struct DbFixture {
     /// Directory name under `tests/fixtures/`.
     pub dir: &'static str,
     /// The layout it was created with (persisted in its MANIFEST).
-    pub layout: Layout,
+    pub layout: LayoutKind,
     /// Round 2 was written after the last flush, so it is only in the WAL.
     pub wal_round: bool,
 }
@@ -34,12 +34,12 @@ pub struct DbFixture {
 pub const DB_FIXTURES: [DbFixture; 2] = [
     DbFixture {
         dir: "db-flsm-v1",
-        layout: Layout::Flsm,
+        layout: LayoutKind::Flsm,
         wal_round: true,
     },
     DbFixture {
         dir: "db-leveled-v1",
-        layout: Layout::Leveled,
+        layout: LayoutKind::Leveled,
         wal_round: false,
     },
 ];
@@ -47,7 +47,7 @@ pub const DB_FIXTURES: [DbFixture; 2] = [
 /// The options `fixture` was written with, and is reopened with.
 pub fn options(fixture: &DbFixture) -> Options {
     Options {
-        layout: fixture.layout,
+        layout: Layout::with_defaults(fixture.layout),
         // Large enough that only the generator's explicit flushes make tables; small tables and
         // blocks, so a few hundred keys still make several of each; two level-0 tables start a
         // compaction.
