@@ -20,7 +20,7 @@ pub struct DbArg {
     /// \r).
     #[arg(long)]
     escaped: bool,
-    /// Layout of a database `put --create` creates: flsm or leveled. An existing database is
+    /// Layout of a database `put --create` creates: flsm, leveled or trie. An existing database is
     /// always opened with the layout it was created with.
     #[arg(long, value_parser = |s: &str| s.parse::<screedb::LayoutKind>().map_err(|e| e.to_string()))]
     layout: Option<screedb::LayoutKind>,

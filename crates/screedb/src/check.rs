@@ -154,7 +154,14 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
     for level in 0..version.num_levels() {
         report.tables_per_level.push(version.files(level).len());
         for f in version.files(level) {
-            check_table(fs.as_ref(), dir, f, &tables, &mut report)?;
+            check_table(
+                fs.as_ref(),
+                dir,
+                f,
+                &tables,
+                version.hash_seed(),
+                &mut report,
+            )?;
         }
     }
 
@@ -209,6 +216,7 @@ fn check_table(
     dir: &Path,
     meta: &FileMeta,
     tables: &TableCache,
+    hash_seed: u64,
     report: &mut CheckReport,
 ) -> Result<()> {
     let path = filename::table_file(dir, meta.number);
@@ -243,6 +251,17 @@ fn check_table(
         ));
     }
     table.verify()?;
+    if let Some(seed) = table.hash_seed()
+        && seed != hash_seed
+    {
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!(
+                "the table was built with hash seed {seed:#x}; the manifest says {hash_seed:#x}"
+            ),
+        ));
+    }
     let p = table.properties();
     let disagree = |what: &str| {
         Err(Error::corruption(

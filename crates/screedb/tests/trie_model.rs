@@ -184,6 +184,12 @@ fn the_trie_layout_matches_a_model_across_compactions_and_reopens() {
     assert!(report.tables > 0, "{report:?}");
     let db = Db::open(dir, o).unwrap();
     assert_matches(&db, &model, keys, "after the check");
+    let metadata: u64 = db
+        .property("screedb.table-metadata-bytes")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(metadata > 0, "the live HTables hold filters in memory");
 }
 
 #[test]

@@ -56,7 +56,7 @@ fn external(name: &str) -> Option<ExternalEngine> {
 /// ScreeDB's options that an engine spec sets, over the run's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ScreeDbSpec {
-    /// `layout=flsm|leveled`.
+    /// `layout=flsm|leveled|trie`.
     pub layout: Option<LayoutKind>,
     /// `memory=skiplist|flodb`.
     pub memory: Option<Memory>,
@@ -73,7 +73,7 @@ impl ScreeDbSpec {
         let bad = |why: String| {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
-                 layout=flsm|leveled and memory=skiplist|flodb"
+                 layout=flsm|leveled|trie and memory=skiplist|flodb"
             ))
         };
         for option in spec.split(':') {

@@ -3,7 +3,7 @@
 //! A [`CompactionStrategy`] looks at a [`Version`], the options and the [`State`] of work in
 //! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
 //! tested on hand-built versions. [`job`] executes any choice. The strategies themselves live
-//! with their layouts (`crate::layout::{leveled, flsm}`).
+//! with their layouts (`crate::layout::{leveled, flsm, trie}`).
 
 pub mod job;
 #[cfg(test)]
@@ -30,11 +30,14 @@ pub struct State {
     pub seek_budget_bytes: u64,
 }
 
+/// Input tables by level (the start level first).
+pub type LevelInputs = Vec<(usize, Vec<FileRef>)>;
+
 /// A merge of input tables into new tables of `output_level`.
 #[derive(Debug, Clone)]
 pub struct MergeSpec {
     /// Input tables by level (the start level first).
-    pub inputs: Vec<(usize, Vec<FileRef>)>,
+    pub inputs: LevelInputs,
     /// Level the outputs go to.
     pub output_level: usize,
     /// How the outputs are cut and placed.
@@ -148,7 +151,7 @@ pub fn manual_inputs(
     start: Option<&[u8]>,
     end: Option<&[u8]>,
     widen: impl FnOnce(Vec<FileRef>) -> Vec<FileRef>,
-) -> Option<(Vec<(usize, Vec<FileRef>)>, usize)> {
+) -> Option<(LevelInputs, usize)> {
     let mut inputs = version.overlapping(level, start, end);
     if inputs.is_empty() {
         return None;

@@ -340,7 +340,9 @@ impl Db {
     /// fragments and bytes per guard min/median/max, the most seeks counted in one guard),
     /// `screedb.guards-at-level<N>` (one guard key per
     /// line, escaped), `screedb.num-files-at-level<N>`,
-    /// `screedb.approximate-memory-usage`, `screedb.write-amplification`, `screedb.memory`
+    /// `screedb.table-metadata-bytes` (index, filter and other table metadata held in memory by
+    /// the live tables, every layout), `screedb.approximate-memory-usage`,
+    /// `screedb.write-amplification`, `screedb.memory`
     /// (the memory component: `skiplist`, or `flodb` and the entries waiting in the membuffers).
     pub fn property(&self, name: &str) -> Option<String> {
         let inner = &self.inner;
@@ -362,6 +364,16 @@ impl Db {
         }
         match name {
             "screedb.levels" => Some(sv.version.describe_levels()),
+            "screedb.table-metadata-bytes" => {
+                // Opens every live table (through the table cache) to ask it.
+                let mut bytes = 0u64;
+                for level in 0..sv.version.num_levels() {
+                    for f in sv.version.files(level) {
+                        bytes += inner.tables.get(f).ok()?.metadata_bytes();
+                    }
+                }
+                Some(bytes.to_string())
+            }
             "screedb.approximate-memory-usage" => {
                 let mem: usize = std::iter::once(&sv.mem)
                     .chain(&sv.imms)

@@ -90,7 +90,7 @@ impl Layout {
         }
     }
 
-    /// The name used in options, the CLI and error messages: `leveled` or `flsm`.
+    /// The name used in options, the CLI and error messages: `leveled`, `flsm` or `trie`.
     pub fn name(&self) -> &'static str {
         self.kind().name()
     }

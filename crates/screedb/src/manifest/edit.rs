@@ -18,7 +18,7 @@
 //!  8   added guard:     level: u32 | user key bytes
 //!  9   removed guard:   level: u32 | user key bytes
 //! 10   stat:            name bytes (UTF-8) | value: u64
-//! 11   layout:          u8 (0 = leveled, 1 = FLSM); written with the comparator, absent = leveled
+//! 11   layout:          u8 (0 = leveled, 1 = FLSM, 2 = trie); written with the comparator, absent = leveled
 //! 12   new table:       level: u32 | format: u8 | FileMeta fields | has end checksum: u8 |
 //!                       end checksum: u32 (a table tag 6 cannot describe: not sorted, or growing)
 //! 13   table grew:      the same payload as 12; the live table of that number at that level now
@@ -72,7 +72,7 @@ pub mod tag {
     pub const REMOVED_GUARD: u8 = 9;
     /// A persisted statistics counter.
     pub const STAT: u8 = 10;
-    /// The layout of levels >= 1 (0 = leveled, 1 = FLSM), fixed at creation.
+    /// The layout of levels >= 1 (0 = leveled, 1 = FLSM, 2 = trie), fixed at creation.
     pub const LAYOUT: u8 = 11;
     /// A table added to a level, with its format and end checksum.
     pub const NEW_TABLE: u8 = 12;
@@ -202,7 +202,7 @@ impl VersionEdit {
                         crate::error::Error::corruption(
                             file,
                             code_offset,
-                            format!("unknown layout code {code} (0 = leveled, 1 = FLSM)"),
+                            format!("unknown layout code {code} (0 = leveled, 1 = FLSM, 2 = trie)"),
                         )
                     })?);
                 }

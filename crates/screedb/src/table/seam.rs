@@ -135,6 +135,11 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     fn verify(&self) -> Result<()>;
     /// Bytes of this table's metadata held in memory while it is open (index, filter, ...).
     fn metadata_bytes(&self) -> u64;
+    /// The seed of the key hash the table was built with, for a format that places keys by
+    /// hash (`None` otherwise). `screedb check` compares it with the database's.
+    fn hash_seed(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Writes one table file of some format from entries in internal-key order.

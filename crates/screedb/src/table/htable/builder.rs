@@ -15,9 +15,13 @@ use crate::table::CompressionType;
 use crate::table::format::block_trailer;
 
 use super::format::{self, BucketTail, HFooter, OverflowRecord, put_entry, seal_bucket};
+use super::hash::bucket_count_for;
 use super::hash::{KeyHash, filter_add, probes_for};
 use super::migration::{Group, Place, plan};
 use super::{BUCKET_TAIL_LEN, HTableOptions, HTableProperties, NO_MIGRATION};
+
+/// Bytes of buckets (and overflow groups) collected before one append to the file.
+const WRITE_CHUNK: usize = 256 << 10;
 
 /// One collected entry; its key and value live in the builder's arena.
 #[derive(Debug, Clone, Copy)]
@@ -134,13 +138,28 @@ impl HTableBuilder {
     /// Places the entries, writes and syncs the file, and returns its properties.
     pub fn finish(mut self) -> Result<HTableProperties> {
         let bucket_bytes = self.opts.bucket_bytes;
-        let n = self.opts.num_buckets;
+        let mut n = self.opts.num_buckets;
         if !format::valid_bucket_bytes(bucket_bytes) || n == 0 {
             return Err(Error::invalid(format!(
                 "HTable of {n} buckets of {bucket_bytes} bytes: buckets must be a power of two in 512..=65536 and at least one"
             )));
         }
         let mut entries = std::mem::take(&mut self.entries);
+        // A table holds what it was given: as many buckets as its items need at the fill
+        // percentage (with a tenth and two buckets to spare), at most `num_buckets`, so a flush
+        // of a small memtable writes a small table. Keys are placed again for that count.
+        let room = bucket_bytes.saturating_sub(BUCKET_TAIL_LEN).max(1) as u64;
+        let needed = self.item_bytes * 100 / u64::from(self.opts.fill_percent.max(1));
+        let fit = bucket_count_for(
+            (needed / room * 11 / 10 + 3) * bucket_bytes as u64,
+            bucket_bytes,
+        );
+        if fit < n {
+            n = fit;
+            for e in &mut entries {
+                e.bucket = e.hash.bucket(n);
+            }
+        }
         entries.sort_by(|a, b| {
             (a.bucket, self.user_key(a), Reverse(a.trailer)).cmp(&(
                 b.bucket,
@@ -194,6 +213,8 @@ impl HTableBuilder {
         }
         let mut rec_iter = placed.records.iter().peekable();
         let mut buf = Vec::with_capacity(bucket_bytes);
+        // Buckets and overflow groups go to the file in chunks of about `WRITE_CHUNK` bytes.
+        let mut out: Vec<u8> = Vec::with_capacity(WRITE_CHUNK + bucket_bytes);
         for (b, list) in lists.iter_mut().enumerate() {
             list.sort_by(|&x, &y| {
                 self.user_key(&entries[spans[x].0])
@@ -219,7 +240,11 @@ impl HTableBuilder {
                 count: count as u16,
             };
             seal_bucket(&mut buf, b as u32, tail);
-            self.file.append(&buf)?;
+            out.extend_from_slice(&buf);
+            if out.len() >= WRITE_CHUNK {
+                self.file.append(&out)?;
+                out.clear();
+            }
             offset += bucket_bytes as u64;
         }
 
@@ -242,9 +267,14 @@ impl HTableBuilder {
                 crc: crate::checksum::mask(crate::checksum::crc32c(&buf)),
             }
             .encode_to(&mut index);
-            self.file.append(&buf)?;
+            out.extend_from_slice(&buf);
+            if out.len() >= WRITE_CHUNK {
+                self.file.append(&out)?;
+                out.clear();
+            }
             offset += buf.len() as u64;
         }
+        self.file.append(&out)?;
         let overflow = BlockHandle {
             offset: overflow_start,
             size: offset - overflow_start,

@@ -113,6 +113,10 @@ impl TableReader for HashedTable {
     fn metadata_bytes(&self) -> u64 {
         self.table.metadata_bytes()
     }
+
+    fn hash_seed(&self) -> Option<u64> {
+        Some(self.table.hash_seed())
+    }
 }
 
 /// An iterator that never positions and reports why.

@@ -66,8 +66,8 @@ impl HTable {
     /// Opens the HTable `file` (named `path`, number `file_number` in the block cache). Checks
     /// the footer, loads and checks the filter, migration, overflow-index and properties blocks
     /// (always checksum-verified). `opts.hash_seed`, `bucket_bytes` and `num_buckets` are
-    /// ignored: the file says (probes hash with [`HTable::hash_seed`]; the trie layout checks
-    /// that it is the database's).
+    /// ignored: the file says (probes hash with [`HTable::hash_seed`]; `screedb check`
+    /// compares it with the database's).
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
