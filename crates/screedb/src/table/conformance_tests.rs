@@ -140,7 +140,7 @@ fn arb_model() -> impl Strategy<Value = Model> {
         1..4,
     )
     .prop_map(|mut vs| {
-        vs.sort_by(|a, b| b.0.cmp(&a.0));
+        vs.sort_by_key(|v| std::cmp::Reverse(v.0));
         vs.dedup_by_key(|v| v.0);
         vs
     });
@@ -213,11 +213,7 @@ fn no_flipped_byte_of_any_format_comes_back_as_data() {
             let mut bytes = clean.clone();
             bytes[offset as usize] ^= 0x5a;
             crate::fs::write_all_synced(&fs, path, &bytes).unwrap();
-            let outcome = open(&fs, path).and_then(|t| {
-                let verified = t.verify();
-                let reads = reads_match(&t, &model);
-                Ok((verified, reads))
-            });
+            let outcome = open(&fs, path).map(|t| (t.verify(), reads_match(&t, &model)));
             match outcome {
                 Err(e) => {
                     assert!(names_the_file(&e, "000009.sst"), "{format} @{offset}: {e}");
