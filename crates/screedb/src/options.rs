@@ -41,6 +41,16 @@ impl std::str::FromStr for Memory {
     }
 }
 
+/// `Ok` when `ok`, else [`Error::InvalidArgument`] saying "option `what`" (what names the
+/// option and its range).
+pub(crate) fn require(ok: bool, what: &str) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!("option {what}")))
+    }
+}
+
 /// Options given to [`crate::Db::open`].
 #[derive(Clone)]
 pub struct Options {
@@ -248,13 +258,7 @@ impl Options {
 
     /// Checks that every option is in range; the error names the option.
     pub fn validate(&self) -> Result<()> {
-        let check = |ok: bool, what: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!("option {what}")))
-            }
-        };
+        let check = require;
         check(
             self.write_buffer_size >= 4 << 10,
             "write_buffer_size must be at least 4 KiB",

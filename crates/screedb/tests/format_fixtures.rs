@@ -61,6 +61,10 @@ fn assert_contents(db: &Db, fixture: &DbFixture) {
             String::from_utf8_lossy(&k)
         );
     }
+    if !fixture.layout.keeps_key_order() {
+        // The trie keeps no key order: the gets above are the whole check.
+        return;
+    }
     let want: Vec<(Vec<u8>, Vec<u8>)> = expected.into_iter().collect();
     let mut it = db.iter(&ReadOptions::default()).unwrap();
     let mut forward = Vec::new();
@@ -119,6 +123,11 @@ fn the_flsm_fixture_reads_back_every_key() {
 #[test]
 fn the_leveled_fixture_reads_back_every_key() {
     read_db_fixture(&DB_FIXTURES[1]);
+}
+
+#[test]
+fn the_trie_fixture_reads_back_every_key() {
+    read_db_fixture(&DB_FIXTURES[2]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use screedb::check::{check_database, stored_layout};
-use screedb::fs::MemFs;
+use screedb::fs::{Fs, MemFs};
 use screedb::{
     Db, Error, Layout, LayoutKind, Options, ReadOptions, TrieOptions, WriteBatch, WriteOptions,
 };
@@ -244,4 +244,49 @@ fn the_trie_layout_refuses_a_custom_comparator_and_another_layout() {
     };
     let err = Db::open("/trie", flsm).unwrap_err().to_string();
     assert!(err.contains("trie") && err.contains("flsm"), "{err}");
+}
+
+#[test]
+fn repair_rebuilds_a_trie_database_whose_manifest_is_gone() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/trie");
+    let keys = 800;
+    let mut model = Model::new();
+    let db = Db::open(dir, options(fs.clone())).unwrap();
+    for step in 0..3u64 {
+        for i in 0..keys {
+            if (i + step) % 5 == 0 {
+                db.delete(key(i)).unwrap();
+                model.remove(&key(i));
+            } else {
+                db.put(key(i), value(i, step)).unwrap();
+                model.insert(key(i), value(i, step));
+            }
+        }
+        db.flush().unwrap();
+    }
+    // The last writes stay in the log only.
+    db.put(key(1), b"from the log").unwrap();
+    model.insert(key(1), b"from the log".to_vec());
+    db.wait_for_idle().unwrap();
+    assert!(db.stats().files_per_level.iter().skip(1).any(|&n| n > 0));
+    drop(db);
+    for name in fs.list(dir).unwrap() {
+        if name.starts_with("MANIFEST") || name == "CURRENT" {
+            fs.remove(&dir.join(name)).unwrap();
+        }
+    }
+    let report = screedb::repair_db(dir, &options(fs.clone())).unwrap();
+    assert!(
+        report.tables_read > 0 && report.tables_lost.is_empty(),
+        "{report:?}"
+    );
+    let o = options(fs);
+    assert_eq!(stored_layout(dir, &o).unwrap(), LayoutKind::Trie);
+    check_database(dir, &o).unwrap();
+    let db = Db::open(dir, o).unwrap();
+    assert_matches(&db, &model, keys, "after repair");
+    // Compaction places the repaired tables, and the data stays.
+    db.compact_range(None, None).unwrap();
+    assert_matches(&db, &model, keys, "after repair and a full compaction");
 }

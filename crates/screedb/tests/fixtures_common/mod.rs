@@ -31,7 +31,7 @@ pub struct DbFixture {
 }
 
 /// Every database fixture.
-pub const DB_FIXTURES: [DbFixture; 2] = [
+pub const DB_FIXTURES: [DbFixture; 3] = [
     DbFixture {
         dir: "db-flsm-v1",
         layout: LayoutKind::Flsm,
@@ -42,12 +42,25 @@ pub const DB_FIXTURES: [DbFixture; 2] = [
         layout: LayoutKind::Leveled,
         wal_round: false,
     },
+    // Written by the first build with the trie layout (the fifth session's).
+    DbFixture {
+        dir: "db-trie-v1",
+        layout: LayoutKind::Trie,
+        wal_round: true,
+    },
 ];
 
 /// The options `fixture` was written with, and is reopened with.
 pub fn options(fixture: &DbFixture) -> Options {
     Options {
-        layout: Layout::with_defaults(fixture.layout),
+        layout: match Layout::with_defaults(fixture.layout) {
+            // 512-byte buckets keep the trie's tables (and the fixture) small.
+            Layout::Trie(trie) => Layout::Trie(screedb::TrieOptions {
+                bucket_bytes: 512,
+                ..trie
+            }),
+            other => other,
+        },
         // Large enough that only the generator's explicit flushes make tables; small tables and
         // blocks, so a few hundred keys still make several of each; two level-0 tables start a
         // compaction.

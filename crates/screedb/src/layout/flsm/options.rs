@@ -1,6 +1,6 @@
 //! The options of the FLSM layout.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How guard keys are chosen (FLSM). A key is a guard at level `i` when the low `bits(i)` bits
 /// of its xxh3 hash are all ones; `bits(i)` never grows with `i`, so a guard of level `i` is a
@@ -82,13 +82,7 @@ impl FlsmOptions {
 
     /// Checks that every option is in range; the error names the option.
     pub fn validate(&self) -> Result<()> {
-        let check = |ok: bool, what: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!("option {what}")))
-            }
-        };
+        let check = crate::options::require;
         check(
             (1..=1024).contains(&self.max_sstables_per_guard),
             "flsm.max_sstables_per_guard must be between 1 and 1024",

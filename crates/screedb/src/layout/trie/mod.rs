@@ -19,7 +19,7 @@ mod strategy;
 
 pub use strategy::Trie;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH};
 use crate::version::{FileRef, Version};
 
@@ -62,13 +62,7 @@ impl TrieOptions {
 
     /// Checks that every option is in range; the error names the option.
     pub fn validate(&self) -> Result<()> {
-        let check = |ok: bool, what: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!("option {what}")))
-            }
-        };
+        let check = crate::options::require;
         check(
             self.bucket_bytes.is_power_of_two() && (512..=65536).contains(&self.bucket_bytes),
             "trie.bucket_bytes must be a power of two from 512 to 65536",
