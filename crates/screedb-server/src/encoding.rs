@@ -16,8 +16,9 @@
 //! Numbers inside keys are big-endian because they must sort as the engine compares bytes; the
 //! length prefix keeps `("a", field "bc")` apart from `("ab", field "c")`. A hash or sorted set
 //! only reaches the subkeys of its own `version`, so deleting, expiring or overwriting it is one
-//! metadata write: the old subkeys are garbage that the server's sweeper deletes later (the engine
-//! has no compaction filter to drop them while compacting; see docs/server.md).
+//! metadata write: the old subkeys are garbage that the server's sweeper deletes later (dropping
+//! them at compaction would need a metadata lookup per subkey; expired metadata itself is
+//! dropped by the compaction filter in `expiry.rs`; see docs/server.md).
 
 use bytes::Bytes;
 

@@ -15,6 +15,7 @@
 mod commands;
 mod conn;
 pub mod encoding;
+pub mod expiry;
 pub mod reply;
 pub mod resp;
 pub mod store;
@@ -217,7 +218,11 @@ impl Server {
         }
         let listener = TcpListener::bind(&config.bind).await?;
         let port = listener.local_addr()?.port();
-        let options = config.options.clone().create_if_missing(true);
+        let mut options = config.options.clone().create_if_missing(true);
+        // Expired keys leave the disk at compaction (an application filter, if given, stays).
+        options
+            .compaction_filter
+            .get_or_insert_with(|| std::sync::Arc::new(expiry::ExpiryFilter));
         let path = config.db_path.clone();
         let db = tokio::task::spawn_blocking(move || screedb::Db::open(path, options))
             .await

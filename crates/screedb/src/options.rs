@@ -163,6 +163,9 @@ pub struct Options {
     /// A MANIFEST larger than this is rewritten as a snapshot into a new file. Default: 64 MiB.
     /// RocksDB: `max_manifest_file_size`.
     pub max_manifest_file_size: u64,
+    /// Asked by compactions whether to drop the newest value of a key (see
+    /// [`crate::compaction::CompactionFilter`]). Default: `None`. RocksDB: `compaction_filter`.
+    pub compaction_filter: Option<Arc<dyn crate::compaction::CompactionFilter>>,
 }
 
 impl Default for Options {
@@ -199,6 +202,7 @@ impl Default for Options {
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             max_manifest_file_size: 64 << 20,
+            compaction_filter: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
 
-use super::{MergeSpec, OutputPlan};
+use super::{CompactionFilter, MergeSpec, OutputPlan};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename;
@@ -38,6 +38,8 @@ pub struct JobContext<'a> {
     pub table_options: &'a TableOptions,
     /// The format of the tables written (the layout's).
     pub format: TableFormat,
+    /// The application's filter, asked by merges (see [`CompactionFilter`]).
+    pub compaction_filter: Option<&'a dyn CompactionFilter>,
     /// Open tables.
     pub tables: &'a TableCache,
     /// Live snapshots, ascending.
@@ -63,6 +65,8 @@ pub struct JobStats {
     pub files_written: u64,
     /// Entries dropped as shadowed or obsolete tombstones.
     pub entries_dropped: u64,
+    /// Values the compaction filter dropped (written as tombstones).
+    pub entries_filtered: u64,
 }
 
 /// Decides, entry by entry, what survives.
@@ -187,9 +191,12 @@ fn write_tables(
     mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
     partition: &mut Partition<'_>,
     route_of: Router<'_>,
+    filter: Option<(&dyn CompactionFilter, usize)>,
     cancel: Option<&AtomicBool>,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
+    let newest_snapshot = ctx.snapshots.last().copied().unwrap_or(0);
+    let mut tombstone = Vec::new();
     let mut outputs = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
     let mut open: Vec<OpenTable> = Vec::new();
@@ -242,8 +249,26 @@ fn write_tables(
             };
             last_user_key = Some(parsed.user_key.to_vec());
         }
+        // The newest value of a key that no snapshot can see: the application's filter may
+        // turn it into a tombstone.
+        let filtered = new_key
+            && parsed.kind == ValueKind::Value
+            && parsed.seq > newest_snapshot
+            && filter.is_some_and(|(f, level)| f.drop_value(level, parsed.user_key, input.value()));
         if let Some((_, _, writer)) = open.get_mut(current) {
-            writer.add(ikey, input.value())?;
+            if filtered {
+                stats.entries_filtered += 1;
+                tombstone.clear();
+                key::append_internal_key(
+                    &mut tombstone,
+                    parsed.user_key,
+                    parsed.seq,
+                    ValueKind::Deletion,
+                );
+                writer.add(&tombstone, b"")?;
+            } else {
+                writer.add(ikey, input.value())?;
+            }
         }
         input.next();
     }
@@ -312,6 +337,7 @@ pub fn flush(
         &mut Partition::none(),
         &|_| 0,
         None,
+        None,
         &mut stats,
     )?;
     Ok((outputs, stats))
@@ -374,6 +400,7 @@ pub fn merge(
         },
         &mut partition,
         route_of,
+        ctx.compaction_filter.map(|f| (f, out)),
         ctx.cancel,
         &mut stats,
     )?;

@@ -5,7 +5,10 @@
 //! tested on hand-built versions. [`job`] executes any choice. The strategies themselves live
 //! with their layouts (`crate::layout::{leveled, flsm, trie}`).
 
+mod filter;
 pub mod job;
+
+pub use filter::CompactionFilter;
 #[cfg(test)]
 pub(crate) mod test_support;
 

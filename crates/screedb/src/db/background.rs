@@ -92,6 +92,7 @@ fn job_context<'a>(
         icmp: &inner.icmp,
         table_options: &inner.table_options,
         format: inner.options.layout.kind().table_format(),
+        compaction_filter: inner.options.compaction_filter.as_deref(),
         tables: &inner.tables,
         snapshots,
         new_file_number: alloc,

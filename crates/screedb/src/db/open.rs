@@ -123,6 +123,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         icmp: &icmp,
         table_options: &table_options,
         format: options.layout.kind().table_format(),
+        compaction_filter: None,
         tables: &tables,
         snapshots: &[],
         new_file_number: &alloc,
