@@ -190,11 +190,12 @@ pub struct BenchReport {
 pub const LEGEND: &str = "\
 user write: bytes of keys and values written; proc write/read: write_bytes/read_bytes of
 /proc/self/io while the workload ran (bytes sent to / fetched from storage, counted when pages
-are dirtied); WA proc = proc write / user write; WA engine = the engine's own count of bytes
-written / user bytes since open (ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush +
-compaction, no WAL; see docs/benchmarks.md); \"settled\" columns include the
-wait for background work after the workload; cpu s: user + system CPU seconds of the whole
-process (background threads too) during the operations; peak RSS: the process's peak resident
+are dirtied); read B/op = proc read / ops (device bytes read per operation); WA proc = proc
+write / user write; WA engine = the engine's own count of bytes written / user bytes since open
+(ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush + compaction, no WAL; see
+docs/benchmarks.md); \"settled\" columns include the wait for background work after the
+workload; cpu s: user + system CPU seconds of the whole process (background threads too) during
+the operations; peak RSS: the process's peak resident
 memory during the workload; disk: blocks the database's files occupy; space amp = disk / bytes
 of live keys and values.
 ";

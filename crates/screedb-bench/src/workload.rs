@@ -258,6 +258,11 @@ impl PhaseResult {
         ratio(self.io?.write_bytes, self.user_bytes_written)
     }
 
+    /// Bytes the process fetched from storage per operation, during the operations.
+    pub fn read_bytes_per_op(&self) -> Option<f64> {
+        ratio(self.io?.read_bytes, self.ops)
+    }
+
     /// The same, including settling.
     pub fn process_wa_settled(&self) -> Option<f64> {
         ratio(
