@@ -32,7 +32,7 @@ use screedb::{Error, Result};
 
 use distribution::Distribution;
 use engine::{Compression, Engine, EngineConfig, EngineKind};
-use keys::{Rng, decimal_digits};
+use keys::{MAX_VALUE_SIZE, Rng, ValueSizeDist, decimal_digits};
 use live::LiveKeys;
 use workload::{Benchmark, PhaseResult, Shape, Target};
 
@@ -84,6 +84,11 @@ pub struct BenchArgs {
     /// Bytes per value (half-compressible).
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// Lengths of written values: fixed (`--value_size` bytes each) or uniform:MIN-MAX (each
+    /// value's length drawn uniformly in MIN..=MAX from the seeded generators; uniform:1-200 is
+    /// the LSM-trie paper's setup). Fill, overwrite, *whilewriting and YCSB writes use it.
+    #[arg(long, default_value = "fixed", value_parser = ValueSizeDist::parse)]
+    pub value_size_dist: ValueSizeDist,
     /// Updates per write call.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
@@ -195,9 +200,8 @@ write / user write; WA engine = the engine's own count of bytes written / user b
 (ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush + compaction, no WAL; see
 docs/benchmarks.md); \"settled\" columns include the wait for background work after the
 workload; cpu s: user + system CPU seconds of the whole process (background threads too) during
-the operations; peak RSS: the process's peak resident
-memory during the workload; disk: blocks the database's files occupy; space amp = disk / bytes
-of live keys and values.
+the operations; peak RSS: the process's peak resident memory during the workload; disk: blocks
+the database's files occupy; space amp = disk / bytes of live keys and values.
 ";
 
 impl BenchReport {
@@ -249,7 +253,7 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
             "--key_size must be between {digits} (the digits of --num - 1) and 1048576"
         )));
     }
-    if args.value_size > 64 << 20 {
+    if args.value_size > MAX_VALUE_SIZE {
         return Err(Error::invalid("--value_size must be at most 64 MiB"));
     }
     if args.batch_size == 0 {
@@ -265,7 +269,7 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
         num: args.num,
         reads: args.reads.unwrap_or(args.num),
         key_size: args.key_size,
-        value_size: args.value_size,
+        value_sizes: args.value_size_dist.resolve(args.value_size),
         batch_size: args.batch_size,
         sync: args.sync,
         threads: args.threads,
@@ -283,7 +287,13 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
         ("key_size", shape.key_size.to_string()),
         (
             "value_size",
-            format!("{} (compressible to 50%)", shape.value_size),
+            match args.value_size_dist {
+                ValueSizeDist::Fixed => format!("{} (compressible to 50%)", args.value_size),
+                d @ ValueSizeDist::Uniform { .. } => format!(
+                    "{d} (uniform, mean {}; compressible to 50%)",
+                    shape.value_sizes.mean()
+                ),
+            },
         ),
         ("batch_size", shape.batch_size.to_string()),
         ("sync", shape.sync.to_string()),
@@ -540,6 +550,23 @@ mod tests {
         let json = std::fs::read_to_string(&json).unwrap();
         assert!(json.contains("\"benchmark\": \"seekrandom\""), "{json}");
         assert_eq!(json.matches("\"ops\":").count(), 9);
+    }
+
+    #[test]
+    fn value_size_dist_flag_parses_and_bad_ranges_name_the_flag() {
+        let a = BenchArgs::default();
+        assert_eq!(a.value_size_dist, ValueSizeDist::Fixed);
+        let a = BenchArgs::from_flags(["--value_size_dist=uniform:1-200"]).unwrap();
+        assert_eq!(
+            a.value_size_dist,
+            ValueSizeDist::Uniform { min: 1, max: 200 }
+        );
+        for bad in ["uniform:5-2", "uniform:x", "uniform:1-67108865", "normal"] {
+            let err = BenchArgs::from_flags([format!("--value_size_dist={bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--value_size_dist"), "{bad}: {err}");
+        }
     }
 
     #[test]
