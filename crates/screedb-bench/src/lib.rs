@@ -89,6 +89,12 @@ pub struct BenchArgs {
     /// the LSM-trie paper's setup). Fill, overwrite, *whilewriting and YCSB writes use it.
     #[arg(long, default_value = "fixed", value_parser = ValueSizeDist::parse)]
     pub value_size_dist: ValueSizeDist,
+    /// Before every read workload, wait for the engine's background work, then evict the page
+    /// cache of the database directory's files (posix_fadvise DONTNEED; no root needed), so
+    /// reads start cold. Pages the engine has mmap'd may stay resident.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub drop_cache: bool,
     /// Updates per write call.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
@@ -310,6 +316,14 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
             format!("{:?}", args.compression).to_lowercase(),
         ),
         ("settle", args.settle.to_string()),
+        (
+            "drop_cache",
+            if args.drop_cache {
+                "true (page cache of the db's files evicted before each read workload)".into()
+            } else {
+                "false".into()
+            },
+        ),
         ("seed", args.seed.to_string()),
         ("db", dir.to_string()),
     ]
@@ -392,6 +406,10 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
                 engine = kind.open(&dir, &config)?;
                 live.clear();
             }
+        }
+        if args.drop_cache && b.reads() {
+            engine.settle()?;
+            sysinfo::drop_page_cache(&dir)?;
         }
         let target = Target {
             engine: &*engine,
@@ -556,16 +574,49 @@ mod tests {
     fn value_size_dist_flag_parses_and_bad_ranges_name_the_flag() {
         let a = BenchArgs::default();
         assert_eq!(a.value_size_dist, ValueSizeDist::Fixed);
-        let a = BenchArgs::from_flags(["--value_size_dist=uniform:1-200"]).unwrap();
+        assert!(!a.drop_cache);
+        let a = BenchArgs::from_flags(["--value_size_dist=uniform:1-200", "--drop_cache"]).unwrap();
         assert_eq!(
             a.value_size_dist,
             ValueSizeDist::Uniform { min: 1, max: 200 }
         );
+        assert!(a.drop_cache);
         for bad in ["uniform:5-2", "uniform:x", "uniform:1-67108865", "normal"] {
             let err = BenchArgs::from_flags([format!("--value_size_dist={bad}")])
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("--value_size_dist"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn drop_cache_runs_before_reads_and_the_report_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = BenchArgs::from_flags([
+            format!("--db={}", dir.path().join("db").display()),
+            "--num=3000".into(),
+            "--benchmarks=fillrandom,readrandom,ycsb_load,ycsb_c".into(),
+            "--value_size_dist=uniform:1-200".into(),
+            "--drop_cache".into(),
+            "--write_buffer_size=65536".into(),
+        ])
+        .unwrap();
+        let report = run(args).unwrap();
+        assert_eq!(report.results.len(), 4);
+        let fill = &report.results[0];
+        let per_key = fill.user_bytes_written as f64 / fill.ops as f64;
+        assert!(
+            per_key > 16.0 + 80.0 && per_key < 16.0 + 120.0,
+            "{per_key} bytes per key and value"
+        );
+        let text = report.render();
+        for needle in [
+            "uniform:1-200",
+            "drop_cache",
+            "evicted before each read workload",
+            "read B/op",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from\n{text}");
         }
     }
 

@@ -126,6 +126,27 @@ impl Benchmark {
         )
     }
 
+    /// True for the workloads that read (the ones `--drop_cache` starts cold): the point
+    /// reads, seeks and scans, YCSB A-F, readwhilewriting and seekwhilewriting.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadRandom
+                | Benchmark::ReadMissing
+                | Benchmark::SeekRandom
+                | Benchmark::ReadSeq
+                | Benchmark::ReadReverse
+                | Benchmark::ReadWhileWriting
+                | Benchmark::SeekWhileWriting
+                | Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbC
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
+        )
+    }
+
     /// True for the YCSB workloads.
     pub fn is_ycsb(self) -> bool {
         self.name().starts_with("ycsb_")
