@@ -153,18 +153,23 @@ fn write(
     delete: bool,
 ) -> Result<()> {
     let chooser = KeyChooser::new(shape.distribution, shape.num);
-    let mut values = ValueGen::new(rng.next_u64(), shape.value_size);
-    let (ks, vs) = (shape.key_size, if delete { 0 } else { shape.value_size });
+    let mut values = ValueGen::new(rng.next_u64(), shape.value_sizes.max);
+    let mut lengths = shape.value_sizes.lengths(rng);
+    let ks = shape.key_size;
     let batch = shape.batch_size.max(1) as u64;
     let mut key_buf = Vec::new();
     let mut numbers = Vec::with_capacity(batch as usize);
     let mut key_arena = Vec::with_capacity(ks * batch as usize);
-    let mut value_arena = Vec::with_capacity(vs * batch as usize);
+    let mut value_arena = Vec::new();
+    // Where each value of the batch ends in `value_arena`.
+    let mut value_ends = Vec::with_capacity(batch as usize);
+    let mut user_bytes = 0u64;
     let mut i = 0;
     while i < shape.num {
         let n = batch.min(shape.num - i);
         key_arena.clear();
         value_arena.clear();
+        value_ends.clear();
         numbers.clear();
         for j in 0..n {
             let number = match keys {
@@ -175,16 +180,19 @@ fn write(
             make_key(&mut key_buf, number, ks);
             key_arena.extend_from_slice(&key_buf);
             if !delete {
-                value_arena.extend_from_slice(values.next(vs));
+                value_arena.extend_from_slice(values.next(lengths.next_len()));
+                value_ends.push(value_arena.len());
             }
         }
+        user_bytes += n * ks as u64 + value_arena.len() as u64;
         let ops: Vec<Op<'_>> = (0..n as usize)
             .map(|j| {
                 let k = &key_arena[j * ks..(j + 1) * ks];
                 if delete {
                     Op::Delete(k)
                 } else {
-                    Op::Put(k, &value_arena[j * vs..(j + 1) * vs])
+                    let start = if j == 0 { 0 } else { value_ends[j - 1] };
+                    Op::Put(k, &value_arena[start..value_ends[j]])
                 }
             })
             .collect();
@@ -204,8 +212,8 @@ fn write(
         }
         i += n;
     }
-    out.bytes += shape.num * (ks + vs) as u64;
-    out.user_bytes_written += shape.num * (ks + vs) as u64;
+    out.bytes += user_bytes;
+    out.user_bytes_written += user_bytes;
     Ok(())
 }
 
@@ -220,19 +228,17 @@ fn background_writer(
     bytes: &AtomicU64,
 ) -> Result<()> {
     let chooser = KeyChooser::new(shape.distribution, shape.num);
-    let mut values = ValueGen::new(rng.next_u64(), shape.value_size);
+    let mut values = ValueGen::new(rng.next_u64(), shape.value_sizes.max);
+    let mut lengths = shape.value_sizes.lengths(rng);
     let mut key = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let number = chooser.next(rng);
         make_key(&mut key, number, shape.key_size);
-        t.engine
-            .put(&key, values.next(shape.value_size), shape.sync)?;
+        let len = lengths.next_len();
+        t.engine.put(&key, values.next(len), shape.sync)?;
         t.live.put(number);
         ops.fetch_add(1, Ordering::Relaxed);
-        bytes.fetch_add(
-            (shape.key_size + shape.value_size) as u64,
-            Ordering::Relaxed,
-        );
+        bytes.fetch_add((shape.key_size + len) as u64, Ordering::Relaxed);
     }
     Ok(())
 }

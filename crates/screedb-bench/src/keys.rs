@@ -62,6 +62,127 @@ pub fn make_key(buf: &mut Vec<u8>, mut n: u64, key_size: usize) {
     }
 }
 
+/// Largest value `--value_size` and `--value_size_dist` allow: 64 MiB.
+pub const MAX_VALUE_SIZE: usize = 64 << 20;
+
+/// How long written values are (`--value_size_dist`): all `--value_size` bytes, or uniform in
+/// `min..=max` (the LSM-trie paper's setup is `uniform:1-200`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueSizeDist {
+    /// Every value is `--value_size` bytes.
+    Fixed,
+    /// Each value's length is drawn uniformly from `min..=max`.
+    Uniform {
+        /// Shortest value.
+        min: usize,
+        /// Longest value.
+        max: usize,
+    },
+}
+
+impl ValueSizeDist {
+    /// Parses `fixed` or `uniform:MIN-MAX` (`MIN <= MAX <= 64 MiB`); errors name the flag.
+    pub fn parse(s: &str) -> Result<ValueSizeDist, String> {
+        let bad = |why: &str| {
+            format!(
+                "--value_size_dist {s:?}: {why} (expected fixed or uniform:MIN-MAX, e.g. uniform:1-200)"
+            )
+        };
+        let s = s.trim();
+        if s == "fixed" {
+            return Ok(ValueSizeDist::Fixed);
+        }
+        let Some(range) = s.strip_prefix("uniform:") else {
+            return Err(bad("unknown distribution"));
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            return Err(bad("no MIN-MAX range"));
+        };
+        let num = |t: &str| {
+            t.trim()
+                .parse::<usize>()
+                .map_err(|_| bad(&format!("{t:?} is not a byte count")))
+        };
+        let (min, max) = (num(lo)?, num(hi)?);
+        if min > max {
+            return Err(bad("MIN is greater than MAX"));
+        }
+        if max > MAX_VALUE_SIZE {
+            return Err(bad("MAX must be at most 64 MiB (67108864)"));
+        }
+        Ok(ValueSizeDist::Uniform { min, max })
+    }
+
+    /// The lengths this distribution gives with `--value_size` = `fixed`.
+    pub fn resolve(self, fixed: usize) -> ValueSizes {
+        match self {
+            ValueSizeDist::Fixed => ValueSizes {
+                min: fixed,
+                max: fixed,
+            },
+            ValueSizeDist::Uniform { min, max } => ValueSizes { min, max },
+        }
+    }
+}
+
+impl std::fmt::Display for ValueSizeDist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueSizeDist::Fixed => f.write_str("fixed"),
+            ValueSizeDist::Uniform { min, max } => write!(f, "uniform:{min}-{max}"),
+        }
+    }
+}
+
+/// The value lengths of a run: uniform in `min..=max` (`min == max`: fixed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueSizes {
+    /// Shortest value.
+    pub min: usize,
+    /// Longest value.
+    pub max: usize,
+}
+
+impl ValueSizes {
+    /// Every value `len` bytes.
+    pub fn fixed(len: usize) -> Self {
+        ValueSizes { min: len, max: len }
+    }
+
+    /// The mean length (rounded down), for estimates such as the live bytes.
+    pub fn mean(self) -> usize {
+        self.min + (self.max - self.min) / 2
+    }
+
+    /// A generator of lengths. A fixed size draws nothing from `rng` (runs with fixed values
+    /// keep their key sequences); a range seeds its own generator from `rng`, so the lengths
+    /// are reproducible from `--seed`.
+    pub fn lengths(self, rng: &mut Rng) -> ValueLengths {
+        let rng = (self.min != self.max).then(|| Rng::new(rng.next_u64() ^ 0x7a1e_5e1d));
+        ValueLengths { sizes: self, rng }
+    }
+}
+
+/// Value lengths drawn from [`ValueSizes`].
+#[derive(Debug, Clone)]
+pub struct ValueLengths {
+    sizes: ValueSizes,
+    rng: Option<Rng>,
+}
+
+impl ValueLengths {
+    /// The next value's length.
+    pub fn next_len(&mut self) -> usize {
+        match &mut self.rng {
+            None => self.sizes.min,
+            Some(rng) => {
+                let span = (self.sizes.max - self.sizes.min) as u64 + 1;
+                self.sizes.min + rng.uniform(span) as usize
+            }
+        }
+    }
+}
+
 /// Half-compressible values, handed out round-robin from a fixed buffer.
 #[derive(Debug)]
 pub struct ValueGen {
@@ -124,6 +245,77 @@ mod tests {
         }
         let mut c = Rng::new(8);
         assert_ne!(Rng::new(7).next_u64(), c.next_u64());
+    }
+
+    #[test]
+    fn value_size_dists_parse_and_bad_ones_name_the_flag() {
+        assert_eq!(ValueSizeDist::parse("fixed").unwrap(), ValueSizeDist::Fixed);
+        assert_eq!(
+            ValueSizeDist::parse("uniform:1-200").unwrap(),
+            ValueSizeDist::Uniform { min: 1, max: 200 }
+        );
+        assert_eq!(
+            ValueSizeDist::parse("uniform:0-67108864").unwrap(),
+            ValueSizeDist::Uniform {
+                min: 0,
+                max: MAX_VALUE_SIZE
+            }
+        );
+        assert_eq!(
+            ValueSizeDist::parse("uniform:7-7").unwrap().to_string(),
+            "uniform:7-7"
+        );
+        for bad in [
+            "uniform:5-2",
+            "uniform:x",
+            "uniform:x-5",
+            "uniform:1-",
+            "uniform:1-67108865",
+            "uniform:-1-5",
+            "zipf:1-2",
+            "",
+        ] {
+            let err = ValueSizeDist::parse(bad).unwrap_err();
+            assert!(err.contains("--value_size_dist"), "{bad}: {err}");
+        }
+        assert!(
+            ValueSizeDist::parse("uniform:5-2")
+                .unwrap_err()
+                .contains("MIN")
+        );
+        assert!(
+            ValueSizeDist::parse("uniform:1-99999999")
+                .unwrap_err()
+                .contains("64 MiB")
+        );
+        assert_eq!(ValueSizeDist::Fixed.resolve(100), ValueSizes::fixed(100));
+    }
+
+    #[test]
+    fn value_lengths_are_uniform_in_range_and_reproducible() {
+        let sizes = ValueSizes { min: 1, max: 200 };
+        let mut a = sizes.lengths(&mut Rng::new(3));
+        let mut b = sizes.lengths(&mut Rng::new(3));
+        let mut seen = [0u32; 201];
+        for _ in 0..200_000 {
+            let l = a.next_len();
+            assert_eq!(l, b.next_len());
+            seen[l] += 1;
+        }
+        assert_eq!(seen[0], 0);
+        assert!(
+            seen[1..].iter().all(|&c| (700..1300).contains(&c)),
+            "{seen:?}"
+        );
+        let mut rng = Rng::new(9);
+        let mut fixed = ValueSizes::fixed(100).lengths(&mut rng);
+        assert_eq!(fixed.next_len(), 100);
+        assert_eq!(
+            rng.next_u64(),
+            Rng::new(9).next_u64(),
+            "fixed sizes draw nothing"
+        );
+        assert_eq!(sizes.mean(), 100);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use screedb::{Error, Result};
 
 use distribution::Distribution;
 use engine::{Compression, Engine, EngineConfig, EngineKind};
-use keys::{Rng, decimal_digits};
+use keys::{MAX_VALUE_SIZE, Rng, ValueSizeDist, decimal_digits};
 use live::LiveKeys;
 use workload::{Benchmark, PhaseResult, Shape, Target};
 
@@ -84,6 +84,17 @@ pub struct BenchArgs {
     /// Bytes per value (half-compressible).
     #[arg(long, default_value_t = 100)]
     pub value_size: usize,
+    /// Lengths of written values: fixed (`--value_size` bytes each) or uniform:MIN-MAX (each
+    /// value's length drawn uniformly in MIN..=MAX from the seeded generators; uniform:1-200 is
+    /// the LSM-trie paper's setup). Fill, overwrite, *whilewriting and YCSB writes use it.
+    #[arg(long, default_value = "fixed", value_parser = ValueSizeDist::parse)]
+    pub value_size_dist: ValueSizeDist,
+    /// Before every read workload, wait for the engine's background work, then evict the page
+    /// cache of the database directory's files (posix_fadvise DONTNEED; no root needed), so
+    /// reads start cold. Pages the engine has mmap'd may stay resident.
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub drop_cache: bool,
     /// Updates per write call.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
@@ -190,13 +201,13 @@ pub struct BenchReport {
 pub const LEGEND: &str = "\
 user write: bytes of keys and values written; proc write/read: write_bytes/read_bytes of
 /proc/self/io while the workload ran (bytes sent to / fetched from storage, counted when pages
-are dirtied); WA proc = proc write / user write; WA engine = the engine's own count of bytes
-written / user bytes since open (ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush +
-compaction, no WAL; see docs/benchmarks.md); \"settled\" columns include the
-wait for background work after the workload; cpu s: user + system CPU seconds of the whole
-process (background threads too) during the operations; peak RSS: the process's peak resident
-memory during the workload; disk: blocks the database's files occupy; space amp = disk / bytes
-of live keys and values.
+are dirtied); read B/op = proc read / ops (device bytes read per operation); WA proc = proc
+write / user write; WA engine = the engine's own count of bytes written / user bytes since open
+(ScreeDB, RocksDB: WAL + flush + compaction; LevelDB: flush + compaction, no WAL; see
+docs/benchmarks.md); \"settled\" columns include the wait for background work after the
+workload; cpu s: user + system CPU seconds of the whole process (background threads too) during
+the operations; peak RSS: the process's peak resident memory during the workload; disk: blocks
+the database's files occupy; space amp = disk / bytes of live keys and values.
 ";
 
 impl BenchReport {
@@ -248,7 +259,7 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
             "--key_size must be between {digits} (the digits of --num - 1) and 1048576"
         )));
     }
-    if args.value_size > 64 << 20 {
+    if args.value_size > MAX_VALUE_SIZE {
         return Err(Error::invalid("--value_size must be at most 64 MiB"));
     }
     if args.batch_size == 0 {
@@ -264,7 +275,7 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
         num: args.num,
         reads: args.reads.unwrap_or(args.num),
         key_size: args.key_size,
-        value_size: args.value_size,
+        value_sizes: args.value_size_dist.resolve(args.value_size),
         batch_size: args.batch_size,
         sync: args.sync,
         threads: args.threads,
@@ -282,7 +293,13 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
         ("key_size", shape.key_size.to_string()),
         (
             "value_size",
-            format!("{} (compressible to 50%)", shape.value_size),
+            match args.value_size_dist {
+                ValueSizeDist::Fixed => format!("{} (compressible to 50%)", args.value_size),
+                d @ ValueSizeDist::Uniform { .. } => format!(
+                    "{d} (uniform, mean {}; compressible to 50%)",
+                    shape.value_sizes.mean()
+                ),
+            },
         ),
         ("batch_size", shape.batch_size.to_string()),
         ("sync", shape.sync.to_string()),
@@ -299,6 +316,14 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
             format!("{:?}", args.compression).to_lowercase(),
         ),
         ("settle", args.settle.to_string()),
+        (
+            "drop_cache",
+            if args.drop_cache {
+                "true (page cache of the db's files evicted before each read workload)".into()
+            } else {
+                "false".into()
+            },
+        ),
         ("seed", args.seed.to_string()),
         ("db", dir.to_string()),
     ]
@@ -381,6 +406,10 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
                 engine = kind.open(&dir, &config)?;
                 live.clear();
             }
+        }
+        if args.drop_cache && b.reads() {
+            engine.settle()?;
+            sysinfo::drop_page_cache(&dir)?;
         }
         let target = Target {
             engine: &*engine,
@@ -539,6 +568,56 @@ mod tests {
         let json = std::fs::read_to_string(&json).unwrap();
         assert!(json.contains("\"benchmark\": \"seekrandom\""), "{json}");
         assert_eq!(json.matches("\"ops\":").count(), 9);
+    }
+
+    #[test]
+    fn value_size_dist_flag_parses_and_bad_ranges_name_the_flag() {
+        let a = BenchArgs::default();
+        assert_eq!(a.value_size_dist, ValueSizeDist::Fixed);
+        assert!(!a.drop_cache);
+        let a = BenchArgs::from_flags(["--value_size_dist=uniform:1-200", "--drop_cache"]).unwrap();
+        assert_eq!(
+            a.value_size_dist,
+            ValueSizeDist::Uniform { min: 1, max: 200 }
+        );
+        assert!(a.drop_cache);
+        for bad in ["uniform:5-2", "uniform:x", "uniform:1-67108865", "normal"] {
+            let err = BenchArgs::from_flags([format!("--value_size_dist={bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("--value_size_dist"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn drop_cache_runs_before_reads_and_the_report_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = BenchArgs::from_flags([
+            format!("--db={}", dir.path().join("db").display()),
+            "--num=3000".into(),
+            "--benchmarks=fillrandom,readrandom,ycsb_load,ycsb_c".into(),
+            "--value_size_dist=uniform:1-200".into(),
+            "--drop_cache".into(),
+            "--write_buffer_size=65536".into(),
+        ])
+        .unwrap();
+        let report = run(args).unwrap();
+        assert_eq!(report.results.len(), 4);
+        let fill = &report.results[0];
+        let per_key = fill.user_bytes_written as f64 / fill.ops as f64;
+        assert!(
+            per_key > 16.0 + 80.0 && per_key < 16.0 + 120.0,
+            "{per_key} bytes per key and value"
+        );
+        let text = report.render();
+        for needle in [
+            "uniform:1-200",
+            "drop_cache",
+            "evicted before each read workload",
+            "read B/op",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from\n{text}");
+        }
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub fn io_table(results: &[PhaseResult]) -> String {
                 format_bytes(r.user_bytes_written),
                 io(|io| io.write_bytes),
                 io(|io| io.read_bytes),
+                r.read_bytes_per_op()
+                    .map_or_else(|| "-".into(), |b| format!("{b:.0}")),
                 opt_ratio(r.process_wa()),
                 opt_ratio(r.engine_wa),
                 settled.map_or_else(
@@ -138,6 +140,7 @@ pub fn io_table(results: &[PhaseResult]) -> String {
             "user write",
             "proc write",
             "proc read",
+            "read B/op",
             "WA proc",
             "WA engine",
             "settle",
@@ -239,6 +242,7 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
                 json_u64(r.io.map(|io| io.write_bytes)),
             ),
             ("process_bytes_read", json_u64(r.io.map(|io| io.read_bytes))),
+            ("process_bytes_read_per_op", json_num(r.read_bytes_per_op())),
             (
                 "proc_io_write_bytes",
                 json_u64(r.io.map(|io| io.write_bytes)),

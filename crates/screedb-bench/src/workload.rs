@@ -14,6 +14,7 @@ use screedb::{Error, Result};
 use crate::distribution::Distribution;
 use crate::engine::Engine;
 use crate::histogram::Histogram;
+use crate::keys::ValueSizes;
 use crate::live::LiveKeys;
 use crate::sysinfo::{IoCounters, cpu_seconds, disk_usage, peak_rss, reset_peak_rss};
 
@@ -125,6 +126,27 @@ impl Benchmark {
         )
     }
 
+    /// True for the workloads that read (the ones `--drop_cache` starts cold): the point
+    /// reads, seeks and scans, YCSB A-F, readwhilewriting and seekwhilewriting.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadRandom
+                | Benchmark::ReadMissing
+                | Benchmark::SeekRandom
+                | Benchmark::ReadSeq
+                | Benchmark::ReadReverse
+                | Benchmark::ReadWhileWriting
+                | Benchmark::SeekWhileWriting
+                | Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbC
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
+        )
+    }
+
     /// True for the YCSB workloads.
     pub fn is_ycsb(self) -> bool {
         self.name().starts_with("ycsb_")
@@ -140,8 +162,8 @@ pub struct Shape {
     pub reads: u64,
     /// Bytes per key.
     pub key_size: usize,
-    /// Bytes per value.
-    pub value_size: usize,
+    /// Bytes per value: fixed, or uniform in a range (`--value_size_dist`).
+    pub value_sizes: ValueSizes,
     /// Updates per write call.
     pub batch_size: usize,
     /// Sync every write.
@@ -258,6 +280,11 @@ impl PhaseResult {
         ratio(self.io?.write_bytes, self.user_bytes_written)
     }
 
+    /// Bytes the process fetched from storage per operation, during the operations.
+    pub fn read_bytes_per_op(&self) -> Option<f64> {
+        ratio(self.io?.read_bytes, self.ops)
+    }
+
     /// The same, including settling.
     pub fn process_wa_settled(&self) -> Option<f64> {
         ratio(
@@ -341,9 +368,11 @@ pub fn run_phase(
         engine_wa,
         settled,
         disk_bytes: disk_usage(target.dir),
-        live_bytes: target
-            .live
-            .user_bytes(shape.key_size, crate::ycsb::KEY_SIZE, shape.value_size),
+        live_bytes: target.live.user_bytes(
+            shape.key_size,
+            crate::ycsb::KEY_SIZE,
+            shape.value_sizes.mean(),
+        ),
     })
 }
 
@@ -363,6 +392,55 @@ mod tests {
     }
 
     #[test]
+    fn uniform_value_sizes_write_varied_lengths_within_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig::with_buffers(64 << 10, 1 << 20);
+        let engine = EngineKind::default().open(dir.path(), &config).unwrap();
+        let shape = Shape {
+            num: 2000,
+            reads: 2000,
+            key_size: 16,
+            value_sizes: ValueSizes { min: 1, max: 200 },
+            batch_size: 5,
+            sync: false,
+            threads: 1,
+            seek_nexts: 0,
+            distribution: Distribution::Uniform,
+        };
+        let live = LiveKeys::new(shape.num);
+        let target = Target {
+            engine: &*engine,
+            dir: dir.path(),
+            live: &live,
+        };
+        let fill = run_phase(Benchmark::FillSeq, target, &shape, 11, true).unwrap();
+        let mut key = Vec::new();
+        let mut lengths = std::collections::BTreeSet::new();
+        let mut total = 0;
+        for n in 0..shape.num {
+            crate::keys::make_key(&mut key, n, shape.key_size);
+            let v = engine.get(&key).unwrap().unwrap();
+            assert!((1..=200).contains(&v.len()), "key {n}: {} bytes", v.len());
+            lengths.insert(v.len());
+            total += (key.len() + v.len()) as u64;
+        }
+        assert!(lengths.len() > 150, "{} distinct lengths", lengths.len());
+        assert_eq!(
+            fill.user_bytes_written, total,
+            "the real lengths are counted"
+        );
+        let again = run_phase(Benchmark::FillSeq, target, &shape, 11, false).unwrap();
+        assert_eq!(
+            again.user_bytes_written, total,
+            "the lengths follow the seed"
+        );
+        let ycsb = run_phase(Benchmark::YcsbLoad, target, &shape, 12, false).unwrap();
+        let mean = ycsb.user_bytes_written as f64 / 2000.0 - crate::ycsb::KEY_SIZE as f64;
+        assert!((80.0..120.0).contains(&mean), "mean YCSB value {mean}");
+        engine.close().unwrap();
+    }
+
+    #[test]
     fn workloads_write_then_find_what_they_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let config = EngineConfig {
@@ -374,7 +452,7 @@ mod tests {
             num: 3000,
             reads: 3000,
             key_size: 16,
-            value_size: 100,
+            value_sizes: ValueSizes::fixed(100),
             batch_size: 7,
             sync: false,
             threads: 1,

@@ -3,7 +3,8 @@
 //! - Records: `--num` of them (YCSB's `recordcount`), each a key `user` + the record number's
 //!   FNV-1a 64 hash in 19 zero-padded digits (YCSB's hashed insert order: `orderedinserts=false`;
 //!   padded so every key is [`KEY_SIZE`] bytes) and one `--value_size`-byte value (YCSB's ten
-//!   100-byte fields are one 1000-byte value: run with `--value_size=1000` to match it).
+//!   100-byte fields are one 1000-byte value: run with `--value_size=1000` to match it), or one
+//!   of a length drawn from `--value_size_dist`.
 //! - Operations: `--reads` in all (YCSB's `operationcount`), split over `--threads`.
 //! - Request distribution: scrambled zipfian (constant 0.99) for A, B, C, E, F, over the records
 //!   plus the inserts the run expects (as YCSB sizes it), redrawn while beyond the last
@@ -23,7 +24,7 @@ use screedb::{Error, Result};
 
 use crate::distribution::{Latest, ScrambledZipfian, fnv_hash64};
 use crate::histogram::Histogram;
-use crate::keys::{Rng, ValueGen};
+use crate::keys::{Rng, ValueGen, ValueLengths};
 use crate::progress::{Meter, Progress};
 use crate::workload::{Benchmark, OpStats, Outcome, PhaseResult, Shape, Target};
 
@@ -184,6 +185,7 @@ struct Thread<'a, 'r> {
     shape: &'a Shape,
     rng: &'r mut Rng,
     values: ValueGen,
+    lengths: ValueLengths,
     meter: Meter<'a>,
     out: Outcome,
     kinds: Vec<(Histogram, u64)>,
@@ -192,12 +194,14 @@ struct Thread<'a, 'r> {
 
 impl<'a, 'r> Thread<'a, 'r> {
     fn new(t: Target<'a>, shape: &'a Shape, rng: &'r mut Rng, progress: &'a Progress) -> Self {
-        let values = ValueGen::new(rng.next_u64(), shape.value_size);
+        let values = ValueGen::new(rng.next_u64(), shape.value_sizes.max);
+        let lengths = shape.value_sizes.lengths(rng);
         Thread {
             t,
             shape,
             rng,
             values,
+            lengths,
             meter: progress.meter(),
             out: Outcome::default(),
             kinds: vec![(Histogram::default(), 0); KINDS.len()],
@@ -213,7 +217,7 @@ impl<'a, 'r> Thread<'a, 'r> {
 
     fn put(&mut self, n: u64) -> Result<()> {
         record_key(&mut self.key, n);
-        let vs = self.shape.value_size;
+        let vs = self.lengths.next_len();
         self.t
             .engine
             .put(&self.key, self.values.next(vs), self.shape.sync)?;
