@@ -202,7 +202,9 @@ fn write_tables(
     let mut open: Vec<OpenTable> = Vec::new();
     // The open table of the current user key.
     let mut current = 0usize;
-    let mut last_user_key: Option<Vec<u8>> = None;
+    // The user key of the entries being written (valid once `have_key`; reused, not reallocated).
+    let mut last_user_key: Vec<u8> = Vec::new();
+    let mut have_key = false;
     let mut seen: u64 = 0;
     input.seek_to_first();
     while input.valid() {
@@ -223,9 +225,8 @@ fn write_tables(
             input.next();
             continue;
         }
-        let new_key = last_user_key
-            .as_deref()
-            .is_none_or(|k| ctx.icmp.user().compare(k, parsed.user_key) != Ordering::Equal);
+        let new_key = !have_key
+            || ctx.icmp.user().compare(&last_user_key, parsed.user_key) != Ordering::Equal;
         if new_key {
             let new_guard = partition.starts_guard(ctx.icmp, parsed.user_key);
             let route = route_of(parsed.user_key);
@@ -247,7 +248,9 @@ fn write_tables(
                     open.len() - 1
                 }
             };
-            last_user_key = Some(parsed.user_key.to_vec());
+            last_user_key.clear();
+            last_user_key.extend_from_slice(parsed.user_key);
+            have_key = true;
         }
         // The newest value of a key that no snapshot can see: the application's filter may
         // turn it into a tombstone.
