@@ -205,7 +205,7 @@ pub fn table(args: &TableArgs, out: &mut dyn Write) -> CliResult {
     }
     writeln!(out, "entries (user key, sequence, kind, value):")?;
     let preview = if args.full_values { 0 } else { VALUE_PREVIEW };
-    let mut it = Arc::clone(&table).iter();
+    let mut it = Arc::clone(&table).iter()?;
     it.seek_to_first();
     let mut shown = 0u64;
     while it.valid() && args.limit.is_none_or(|l| shown < l) {

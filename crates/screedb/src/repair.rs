@@ -123,10 +123,12 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut bad_tables = HashSet::new();
     for &n in &tables {
-        match read_table(fs.as_ref(), &reader_cache, dir, n) {
-            Ok(table) => {
-                max_seq = max_seq.max(table.properties().largest_seq);
-                children.push(table.iter());
+        let read = read_table(fs.as_ref(), &reader_cache, dir, n)
+            .and_then(|table| Ok((table.properties().largest_seq, table.iter()?)));
+        match read {
+            Ok((largest_seq, entries)) => {
+                max_seq = max_seq.max(largest_seq);
+                children.push(entries);
                 report.tables_read += 1;
             }
             Err(e) => {
@@ -214,7 +216,7 @@ fn read_table(
     let path = filename::table_file(dir, n);
     let table = tables.open_uncached(n, fs.file_size(&path)?)?;
     table.verify()?;
-    let mut it = Arc::clone(&table).iter();
+    let mut it = Arc::clone(&table).iter()?;
     it.seek_to_first();
     while it.valid() {
         if key::parse_internal_key(it.key()).is_none() {

@@ -6,10 +6,13 @@
 //! `SCREEDB_MODEL_SEED` replays one seed (printed on failure).
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod crash_common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crash_common::Rng;
 use screedb::check::{check_database, stored_layout};
 use screedb::fs::{Fs, MemFs};
 use screedb::{
@@ -17,22 +20,6 @@ use screedb::{
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
 
 fn seed() -> u64 {
     let seed = std::env::var("SCREEDB_MODEL_SEED")
@@ -93,7 +80,7 @@ fn assert_matches(db: &Db, model: &Model, keys: u64, what: &str) {
 #[test]
 fn the_trie_layout_matches_a_model_across_compactions_and_reopens() {
     let seed = seed();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let fs = Arc::new(MemFs::new());
     let dir = Path::new("/trie");
     let keys = 600;

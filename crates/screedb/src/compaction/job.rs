@@ -359,7 +359,7 @@ pub fn merge(
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in spec.all_inputs() {
         stats.bytes_read += file.file_size;
-        children.push(ctx.tables.get(file)?.iter());
+        children.push(ctx.tables.get(file)?.iter()?);
     }
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;

@@ -274,13 +274,13 @@ impl Db {
             children.push(Box::new(imm.iter()));
         }
         for file in sv.version.files(0) {
-            children.push(inner.tables.get(file)?.iter());
+            children.push(inner.tables.get(file)?.iter()?);
         }
         // One concatenating iterator per sorted run: one per level in the leveled layout, one
         // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
         let tables = Arc::clone(&inner.tables);
         let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-            Ok(tables.get(f)?.iter())
+            tables.get(f)?.iter()
         });
         for level in 1..sv.version.num_levels() {
             for run in crate::layout::iteration_runs(&sv.version, level)? {

@@ -220,8 +220,10 @@ fn open_reader(
 ) -> Result<Arc<dyn TableReader>> {
     let size = file.size();
     let extent = extent.unwrap_or(size);
+    // Every format today is written once and never grows, so the file must be exactly its
+    // extent. (A format that grows will read up to its extent here and ignore the tail past it,
+    // which `TableCache::get` already keys by.)
     if extent != size {
-        // Sorted tables never grow: the MANIFEST and the file must agree on the length.
         return Err(Error::corruption(
             &path,
             0,

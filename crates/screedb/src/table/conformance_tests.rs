@@ -102,7 +102,7 @@ fn reads_match(table: &Arc<dyn TableReader>, model: &Model) -> crate::error::Res
         }
     }
     let want = entries(model);
-    let mut it = Arc::clone(table).iter();
+    let mut it = Arc::clone(table).iter()?;
     let mut forward = Vec::new();
     it.seek_to_first();
     while it.valid() {

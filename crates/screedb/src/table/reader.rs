@@ -466,8 +466,8 @@ impl TableReader for Table {
         Ok(Probe::Hit(found, parsed.seq))
     }
 
-    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        Box::new(self.table_iter())
+    fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>> {
+        Ok(Box::new(self.table_iter()))
     }
 
     fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {

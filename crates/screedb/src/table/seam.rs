@@ -126,8 +126,9 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// The newest entry of `user_key` visible at the sequence of `target`, the internal key
     /// `user_key | (sequence, FOR_SEEK)`; asks the table's filter first.
     fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe>;
-    /// Every entry in internal-key order, keeping the table open.
-    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator>;
+    /// Every entry in internal-key order, keeping the table open. A format that must read
+    /// the whole table to order it (HTable) reports a failed read here.
+    fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>>;
     /// Approximate file offset where `ikey`'s entry is or would be (for size estimates).
     fn approximate_offset_of(&self, ikey: &[u8]) -> u64;
     /// Reads and checks every byte of the table again, whatever the read options say. Errors

@@ -499,7 +499,7 @@ fn table_cache_opens_once_and_evicts() {
     assert!(Arc::ptr_eq(&a, &tc.get(&metas[&5]).unwrap()));
     assert_eq!(a.file_number(), 5);
     assert_eq!(a.format(), TableFormat::Sorted);
-    let mut it = Arc::clone(&a).iter();
+    let mut it = Arc::clone(&a).iter().unwrap();
     it.seek_to_first();
     let mut entries = Vec::new();
     while it.valid() {

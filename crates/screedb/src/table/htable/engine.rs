@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{HProbe, HTable, HTableBuilder, HTableProperties, KeyHash};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind};
 use crate::table::{Lookup, Probe, TableFormat, TableProperties, TableReader, TableWriter};
@@ -94,11 +94,8 @@ impl TableReader for HashedTable {
 
     /// Every entry sorted in memory (an HTable stores none in order): for compaction, check,
     /// repair and dumps, never for user iterators (the trie layout has none).
-    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        match self.table.sorted_iter() {
-            Ok(it) => Box::new(it),
-            Err(e) => Box::new(FailedIterator(e)),
-        }
+    fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>> {
+        Ok(Box::new(self.table.sorted_iter()?))
     }
 
     /// Entries are placed by hash, so no offset follows the key: 0 for every key.
@@ -116,29 +113,6 @@ impl TableReader for HashedTable {
 
     fn hash_seed(&self) -> Option<u64> {
         Some(self.table.hash_seed())
-    }
-}
-
-/// An iterator that never positions and reports why.
-struct FailedIterator(Error);
-
-impl InternalIterator for FailedIterator {
-    fn valid(&self) -> bool {
-        false
-    }
-    fn seek_to_first(&mut self) {}
-    fn seek_to_last(&mut self) {}
-    fn seek(&mut self, _target: &[u8]) {}
-    fn next(&mut self) {}
-    fn prev(&mut self) {}
-    fn key(&self) -> &[u8] {
-        &[]
-    }
-    fn value(&self) -> &[u8] {
-        &[]
-    }
-    fn status(&self) -> Result<()> {
-        Err(self.0.clone())
     }
 }
 
