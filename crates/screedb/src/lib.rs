@@ -40,8 +40,8 @@ pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use options::{
-    FlsmOptions, GuardBits, Layout, LayoutKind, Memory, Options, ReadOptions, TrieOptions,
-    WriteOptions,
+    FlsmOptions, GuardBits, JungleOptions, Layout, LayoutKind, Memory, Options, ReadOptions,
+    TrieOptions, WriteOptions,
 };
 pub use repair::{RepairReport, repair_db};
 pub use write_batch::WriteBatch;

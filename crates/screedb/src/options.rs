@@ -10,9 +10,12 @@ use crate::Snapshot;
 use crate::comparator::{Comparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, OsFs};
-use crate::table::{CompressionType, FilterPolicy, HTableOptions, TableOptions, bucket_count_for};
+use crate::table::{
+    CompressionType, FilterPolicy, HTableOptions, TableOptions, TreeOptions, bucket_count_for,
+};
 
 pub use crate::layout::flsm::{FlsmOptions, GuardBits};
+pub use crate::layout::jungle::JungleOptions;
 pub use crate::layout::trie::TrieOptions;
 pub use crate::layout::{Layout, LayoutKind};
 
@@ -385,9 +388,22 @@ impl Options {
                     hash_seed: 0,
                     verify_checksums: self.verify_checksums,
                 },
-                Layout::Leveled | Layout::Flsm(_) => HTableOptions {
+                Layout::Leveled | Layout::Flsm(_) | Layout::Jungle(_) => HTableOptions {
                     verify_checksums: self.verify_checksums,
                     ..HTableOptions::default()
+                },
+            },
+            tree: match &self.layout {
+                Layout::Jungle(jungle) => TreeOptions {
+                    node_bytes: jungle.node_bytes,
+                    inline_value_max: jungle.inline_value_max,
+                    bloom_bits_per_key: self.bloom_bits_per_key,
+                    verify_checksums: self.verify_checksums,
+                },
+                Layout::Leveled | Layout::Flsm(_) | Layout::Trie(_) => TreeOptions {
+                    bloom_bits_per_key: self.bloom_bits_per_key,
+                    verify_checksums: self.verify_checksums,
+                    ..TreeOptions::default()
                 },
             },
         }

@@ -34,7 +34,8 @@ use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table::{
-    TableCache, TableFormat, TableOptions, TableReader, TableWriter, create_writer,
+    FORMAT_TAIL_LEN, TableCache, TableFormat, TableOptions, TableReader, TableWriter,
+    create_writer, find_last_commit, format_of_tail,
 };
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 use crate::write_batch::{BatchOp, WriteBatch};
@@ -162,13 +163,10 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
 
     let manifest_number = next_number;
     let log_number = next_number + 1;
-    // Sorted tables of disjoint ranges go to the last level; a layout without key order
-    // routes its tables by hash, so they start at level 0 (route 0) and compaction places them.
-    let output_level = if kind.keeps_key_order() {
-        u32::try_from(options.num_levels - 1).unwrap_or(0)
-    } else {
-        0
-    };
+    // Sorted tables of disjoint ranges go to the last level where the layout lets them; a
+    // layout that routes by hash or keeps trees below level 0 starts them at level 0 (route 0)
+    // and compaction places them.
+    let output_level = u32::try_from(kind.repair_level(options.num_levels)).unwrap_or(0);
     let edit = VersionEdit {
         comparator: Some(options.comparator.name().to_owned()),
         layout: Some(options.layout.kind()),
@@ -214,7 +212,7 @@ fn read_table(
     n: u64,
 ) -> Result<Arc<dyn TableReader>> {
     let path = filename::table_file(dir, n);
-    let table = tables.open_uncached(n, fs.file_size(&path)?)?;
+    let table = tables.open_uncached(n, salvage_extent(fs, &path)?)?;
     table.verify()?;
     let mut it = Arc::clone(&table).iter()?;
     it.seek_to_first();
@@ -226,6 +224,20 @@ fn read_table(
     }
     it.status()?;
     Ok(table)
+}
+
+/// The bytes of table file `path` to read: the whole file, unless it ends in no known footer
+/// and holds a tree commit below its end (a tree whose last append was torn or never
+/// acknowledged): then up to its last valid commit.
+fn salvage_extent(fs: &dyn Fs, path: &Path) -> Result<u64> {
+    let file = fs.open(path)?;
+    let size = file.size();
+    let tail_len = (FORMAT_TAIL_LEN as u64).min(size);
+    let tail = file.read_vec(size - tail_len, tail_len as usize)?;
+    if format_of_tail(&tail, path, size - tail_len).is_ok() {
+        return Ok(size);
+    }
+    Ok(find_last_commit(&*file, path, size)?.map_or(size, |c| c.len))
 }
 
 /// Replays log `n` into `mem`; an error ends the replay (what was read before it stays).

@@ -59,8 +59,14 @@ const CANCEL_CHECK_INTERVAL: u64 = 256;
 pub struct JobStats {
     /// Bytes of input tables read.
     pub bytes_read: u64,
-    /// Bytes of tables written.
+    /// Bytes of tables written (for Jungle trees: new tree files plus appended segments).
     pub bytes_written: u64,
+    /// Jungle: bytes of value records appended to existing trees.
+    pub tree_appended_value_bytes: u64,
+    /// Jungle: bytes of nodes, filters and commits appended to existing trees.
+    pub tree_appended_node_bytes: u64,
+    /// Jungle: bytes of new tree files (new guard ranges and rewrites).
+    pub tree_new_bytes: u64,
     /// Tables written.
     pub files_written: u64,
     /// Entries dropped as shadowed or obsolete tombstones.
@@ -70,7 +76,7 @@ pub struct JobStats {
 }
 
 /// Decides, entry by entry, what survives.
-struct Survivors<'a> {
+pub(super) struct Survivors<'a> {
     icmp: &'a InternalKeyComparator,
     snapshots: &'a [SequenceNumber],
     current_key: Option<Vec<u8>>,
@@ -78,7 +84,7 @@ struct Survivors<'a> {
 }
 
 impl<'a> Survivors<'a> {
-    fn new(icmp: &'a InternalKeyComparator, snapshots: &'a [SequenceNumber]) -> Self {
+    pub(super) fn new(icmp: &'a InternalKeyComparator, snapshots: &'a [SequenceNumber]) -> Self {
         Survivors {
             icmp,
             snapshots,
@@ -89,7 +95,7 @@ impl<'a> Survivors<'a> {
 
     /// True when the entry must be written. `no_older_data` says whether levels below the output
     /// hold the key (only asked for tombstones of the oldest stripe).
-    fn keep(
+    pub(super) fn keep(
         &mut self,
         user_key: &[u8],
         seq: SequenceNumber,
@@ -323,6 +329,7 @@ pub(crate) fn finish_table(writer: Box<dyn TableWriter>, number: u64) -> Result<
         format,
         end_checksum: None,
         route: 0,
+        live_bytes: 0,
     })
 }
 
@@ -355,6 +362,9 @@ pub fn merge(
     version: &Version,
     spec: &MergeSpec,
 ) -> Result<(VersionEdit, JobStats)> {
+    if let OutputPlan::Trees { .. } = spec.output {
+        return super::tree_job::merge(ctx, version, spec);
+    }
     let mut stats = JobStats::default();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in spec.all_inputs() {
@@ -369,10 +379,14 @@ pub fn merge(
     let by_range = |_: &[u8]| 0;
     let route_of: Router<'_> = match spec.output {
         OutputPlan::ByHash { .. } => &by_route,
-        OutputPlan::BySize { .. } | OutputPlan::ByGuards { .. } => &by_range,
+        OutputPlan::BySize { .. } | OutputPlan::ByGuards { .. } | OutputPlan::Trees { .. } => {
+            &by_range
+        }
     };
     let (below, mut partition) = match spec.output {
-        OutputPlan::BySize { .. } => (out + 1..version.num_levels(), Partition::none()),
+        OutputPlan::BySize { .. } | OutputPlan::Trees { .. } => {
+            (out + 1..version.num_levels(), Partition::none())
+        }
         // The outputs are piled on the tables already in their containers, which may hold
         // older versions of their keys: the output level counts as "below" too.
         OutputPlan::ByHash { .. } => (out..version.num_levels(), Partition::none()),

@@ -2,11 +2,13 @@
 //!
 //! A [`CompactionStrategy`] looks at a [`Version`], the options and the [`State`] of work in
 //! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
-//! tested on hand-built versions. [`job`] executes any choice. The strategies themselves live
-//! with their layouts (`crate::layout::{leveled, flsm, trie}`).
+//! tested on hand-built versions. [`job`] executes any choice ([`tree_job`] the merges into
+//! Jungle trees). The strategies themselves live with their layouts
+//! (`crate::layout::{leveled, flsm, trie, jungle}`).
 
 mod filter;
 pub mod job;
+pub mod tree_job;
 
 pub use filter::CompactionFilter;
 #[cfg(test)]
@@ -77,6 +79,21 @@ pub enum OutputPlan {
         /// Size at which outputs are cut.
         target_file_size: u64,
     },
+    /// Into the Jungle trees of the output level ([`tree_job`]): one per guard range. Inputs at
+    /// other levels are merged and removed; with `rewrite` false, the inputs at the output
+    /// level are the trees their keys reach, each grown by one appended segment (kept, not
+    /// removed); with `rewrite` true, every input is at the output level and is replaced. A
+    /// guard range without a tree gets new trees, cut before every key whose guard hash ends in
+    /// `new_guard_bits` one bits and once a tree holds `target_file_size` of live data; each
+    /// cut key becomes a guard of the output level.
+    Trees {
+        /// Live bytes at which a new tree is cut.
+        target_file_size: u64,
+        /// Trailing one bits that make a written key a new guard.
+        new_guard_bits: u32,
+        /// The inputs at the output level are replaced rather than appended to.
+        rewrite: bool,
+    },
 }
 
 impl OutputPlan {
@@ -86,6 +103,9 @@ impl OutputPlan {
             OutputPlan::BySize { target_file_size }
             | OutputPlan::ByHash { target_file_size }
             | OutputPlan::ByGuards {
+                target_file_size, ..
+            }
+            | OutputPlan::Trees {
                 target_file_size, ..
             } => target_file_size,
         }

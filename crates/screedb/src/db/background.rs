@@ -58,7 +58,7 @@ pub(super) fn run(inner: &DbInner) {
 fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
     let percent = match &inner.options.layout {
         Layout::Flsm(flsm) => flsm.seek_compaction_budget_percent,
-        Layout::Leveled | Layout::Trie(_) => 0,
+        Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 0,
     };
     let user = inner.counters.user_bytes_written.load(Ordering::Relaxed);
     let spent = inner
@@ -269,6 +269,15 @@ fn run_merge<'a>(
             .written_to_level
             .add(output_level, stats.bytes_written);
         Counters::add(&inner.counters.compactions, 1);
+        Counters::add(
+            &inner.counters.tree_appended_value_bytes,
+            stats.tree_appended_value_bytes,
+        );
+        Counters::add(
+            &inner.counters.tree_appended_node_bytes,
+            stats.tree_appended_node_bytes,
+        );
+        Counters::add(&inner.counters.tree_new_bytes, stats.tree_new_bytes);
         if seek {
             Counters::add(&inner.counters.seek_compactions, 1);
             Counters::add(

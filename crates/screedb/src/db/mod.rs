@@ -492,7 +492,7 @@ impl DbInner {
             Layout::Flsm(flsm) if flsm.seek_compaction_budget_percent > 0 => {
                 flsm.seek_compaction_threshold
             }
-            Layout::Flsm(_) | Layout::Leveled | Layout::Trie(_) => 0,
+            Layout::Flsm(_) | Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 0,
         }
     }
 

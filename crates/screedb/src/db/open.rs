@@ -20,11 +20,12 @@ use crate::compaction::{self, job};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::manifest::{FileMeta, VersionEdit};
+use crate::fs::Fs;
+use crate::manifest::{FileMeta, VersionEdit, end_checksum};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table::{BlockCache, TableCache};
-use crate::version::VersionSet;
+use crate::version::{Version, VersionSet};
 use crate::wal::{LogReader, RecoveryMode};
 use crate::write_batch::WriteBatch;
 
@@ -108,6 +109,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             ));
         }
     }
+    cut_back_grown_tables(fs.as_ref(), dir, &current)?;
     drop(current);
 
     // Replay the logs into memtables, flushing each full one to level 0.
@@ -232,4 +234,46 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         _lock: lock,
         options,
     })
+}
+
+/// Cuts every table that grows (Jungle trees) back to its extent in the MANIFEST: bytes past it
+/// are an append whose edit was never logged (a crash between the segment's sync and the
+/// edit), which no reader may see and the next append would overwrite. A file shorter than its
+/// extent, or whose committed end no longer matches the MANIFEST's checksum of it, lost synced
+/// bytes: that is corruption, named with the file.
+fn cut_back_grown_tables(fs: &dyn Fs, dir: &Path, current: &Version) -> Result<()> {
+    for level in 0..current.num_levels() {
+        for meta in current.files(level) {
+            if !meta.format.grows() {
+                continue;
+            }
+            let path = filename::table_file(dir, meta.number);
+            let size = fs.file_size(&path)?;
+            if size < meta.file_size {
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!(
+                        "tree file is {size} bytes; the manifest says {} (synced bytes are lost)",
+                        meta.file_size
+                    ),
+                ));
+            }
+            if let Some(expected) = meta.end_checksum {
+                let actual = end_checksum(&*fs.open(&path)?, meta.file_size)?;
+                if actual != expected {
+                    return Err(Error::corruption(
+                        &path,
+                        meta.file_size,
+                        "the tree's committed end does not match the manifest's checksum of it",
+                    ));
+                }
+            }
+            if size > meta.file_size {
+                let mut file = fs.open_appendable(&path, meta.file_size)?;
+                file.sync()?;
+            }
+        }
+    }
+    Ok(())
 }

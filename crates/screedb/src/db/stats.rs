@@ -101,6 +101,14 @@ counters! {
     wal_syncs,
     /// Write groups committed (one WAL append each).
     write_groups,
+    /// Jungle: bytes of value records appended to existing trees (in `compaction_bytes_written`).
+    tree_appended_value_bytes,
+    /// Jungle: bytes of nodes, filters and commits appended to existing trees (in
+    /// `compaction_bytes_written`).
+    tree_appended_node_bytes,
+    /// Jungle: bytes of new tree files, from new guard ranges and rewrites (in
+    /// `compaction_bytes_written`).
+    tree_new_bytes,
 }
 
 /// Name prefix of the persisted per-level compaction counters (`compaction_bytes_written_l<N>`).
@@ -188,6 +196,16 @@ impl std::fmt::Display for Stats {
             mib(self.seek_compaction_bytes_written),
             self.seek_compactions
         )?;
+        if self.tree_appended_value_bytes + self.tree_appended_node_bytes + self.tree_new_bytes > 0
+        {
+            writeln!(
+                f,
+                "tree bytes             {:>12.2} MiB appended values, {:.2} MiB appended nodes, {:.2} MiB new trees",
+                mib(self.tree_appended_value_bytes),
+                mib(self.tree_appended_node_bytes),
+                mib(self.tree_new_bytes)
+            )?;
+        }
         writeln!(
             f,
             "compaction read        {:>12.2} MiB",

@@ -5,7 +5,9 @@
 //! - [`flsm`]: PebblesDB's fragmented LSM, levels cut by guard keys, guards holding overlapping
 //!   fragments (its guards, seek counters and guard upkeep live in that folder too);
 //! - [`trie`]: LSM-trie, a trie of containers addressed by the key's hash, each a pile of
-//!   HTables ([`crate::table::htable`]); it keeps no key order.
+//!   HTables ([`crate::table::htable`]); it keeps no key order;
+//! - [`jungle`]: Jungle, levels of disjoint copy-on-write B+-trees (one per guard range) that
+//!   merges grow by appending segments, rewritten past a space ratio C.
 //!
 //! [`Layout`] is a closed enum whose variants carry their options; only its [`LayoutKind`] is
 //! persisted (MANIFEST tag 11), so a database is always reopened with the layout it was created
@@ -14,6 +16,7 @@
 //! does. What a layout cannot serve is [`crate::Error::NotSupported`].
 
 pub mod flsm;
+pub mod jungle;
 pub mod leveled;
 mod sorted_runs;
 pub mod trie;
@@ -29,6 +32,7 @@ use crate::table::TableFormat;
 use crate::version::{FileRef, Version};
 
 use flsm::FlsmOptions;
+use jungle::JungleOptions;
 use trie::TrieOptions;
 
 /// How the levels >= 1 of a database are organised, with that layout's options. The kind is
@@ -47,6 +51,11 @@ pub enum Layout {
     /// of HTables, about one bucket read per get; no key order, so no iterators
     /// (docs/lsm-trie.md). Requires the bytewise comparator.
     Trie(TrieOptions),
+    /// Jungle: levels >= 1 hold disjoint copy-on-write B+-trees, one per guard range; a merge
+    /// appends a segment to each tree it reaches instead of rewriting it, and a tree is
+    /// rewritten once its file passes `compaction_factor` times its live bytes
+    /// (docs/jungle.md).
+    Jungle(JungleOptions),
 }
 
 impl Default for Layout {
@@ -62,6 +71,7 @@ impl Layout {
             Layout::Leveled => LayoutKind::Leveled,
             Layout::Flsm(_) => LayoutKind::Flsm,
             Layout::Trie(_) => LayoutKind::Trie,
+            Layout::Jungle(_) => LayoutKind::Jungle,
         }
     }
 
@@ -71,6 +81,7 @@ impl Layout {
             LayoutKind::Leveled => Layout::Leveled,
             LayoutKind::Flsm => Layout::Flsm(FlsmOptions::default()),
             LayoutKind::Trie => Layout::Trie(TrieOptions::default()),
+            LayoutKind::Jungle => Layout::Jungle(JungleOptions::default()),
         }
     }
 
@@ -78,7 +89,7 @@ impl Layout {
     pub fn flsm(&self) -> Option<&FlsmOptions> {
         match self {
             Layout::Flsm(options) => Some(options),
-            Layout::Leveled | Layout::Trie(_) => None,
+            Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => None,
         }
     }
 
@@ -86,11 +97,11 @@ impl Layout {
     pub fn flsm_mut(&mut self) -> Option<&mut FlsmOptions> {
         match self {
             Layout::Flsm(options) => Some(options),
-            Layout::Leveled | Layout::Trie(_) => None,
+            Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => None,
         }
     }
 
-    /// The name used in options, the CLI and error messages: `leveled`, `flsm` or `trie`.
+    /// The name used in options, the CLI and error messages: `leveled`, `flsm`, `trie` or `jungle`.
     pub fn name(&self) -> &'static str {
         self.kind().name()
     }
@@ -101,6 +112,7 @@ impl Layout {
             Layout::Leveled => Ok(()),
             Layout::Flsm(options) => options.validate(),
             Layout::Trie(options) => options.validate(),
+            Layout::Jungle(options) => options.validate(),
         }
     }
 
@@ -110,6 +122,7 @@ impl Layout {
             Layout::Leveled => Box::new(leveled::Leveled),
             Layout::Flsm(_) => Box::new(flsm::Flsm),
             Layout::Trie(_) => Box::new(trie::Trie),
+            Layout::Jungle(_) => Box::new(jungle::Jungle),
         }
     }
 }
@@ -129,11 +142,18 @@ pub enum LayoutKind {
     Flsm,
     /// See [`Layout::Trie`].
     Trie,
+    /// See [`Layout::Jungle`].
+    Jungle,
 }
 
 impl LayoutKind {
     /// Every kind, in code order (for tests that run over every layout).
-    pub const ALL: [LayoutKind; 3] = [LayoutKind::Leveled, LayoutKind::Flsm, LayoutKind::Trie];
+    pub const ALL: [LayoutKind; 4] = [
+        LayoutKind::Leveled,
+        LayoutKind::Flsm,
+        LayoutKind::Trie,
+        LayoutKind::Jungle,
+    ];
 
     /// The name used in options, the CLI and error messages.
     pub fn name(self) -> &'static str {
@@ -141,6 +161,7 @@ impl LayoutKind {
             LayoutKind::Leveled => "leveled",
             LayoutKind::Flsm => "flsm",
             LayoutKind::Trie => "trie",
+            LayoutKind::Jungle => "jungle",
         }
     }
 
@@ -150,6 +171,7 @@ impl LayoutKind {
             LayoutKind::Leveled => 0,
             LayoutKind::Flsm => 1,
             LayoutKind::Trie => 2,
+            LayoutKind::Jungle => 3,
         }
     }
 
@@ -162,23 +184,34 @@ impl LayoutKind {
     /// work.
     pub fn keeps_key_order(self) -> bool {
         match self {
-            LayoutKind::Leveled | LayoutKind::Flsm => true,
+            LayoutKind::Leveled | LayoutKind::Flsm | LayoutKind::Jungle => true,
             LayoutKind::Trie => false,
         }
     }
 
-    /// The format of the tables the layout writes.
+    /// The format of the tables flushes and repair write (and merges, except Jungle's, which
+    /// write trees below level 0).
     pub fn table_format(self) -> TableFormat {
         match self {
-            LayoutKind::Leveled | LayoutKind::Flsm => TableFormat::Sorted,
+            LayoutKind::Leveled | LayoutKind::Flsm | LayoutKind::Jungle => TableFormat::Sorted,
             LayoutKind::Trie => TableFormat::HTable,
+        }
+    }
+
+    /// The level repair puts the tables it writes in: the last level when they may form it
+    /// (disjoint sorted tables), level 0 when the layout places tables by hash (trie) or
+    /// keeps trees below level 0 (Jungle), so compaction places them.
+    pub fn repair_level(self, num_levels: usize) -> usize {
+        match self {
+            LayoutKind::Leveled | LayoutKind::Flsm => num_levels - 1,
+            LayoutKind::Trie | LayoutKind::Jungle => 0,
         }
     }
 
     /// True when keys are placed by a seeded hash (recorded in the MANIFEST, tag 14).
     pub fn is_hashed(self) -> bool {
         match self {
-            LayoutKind::Leveled | LayoutKind::Flsm => false,
+            LayoutKind::Leveled | LayoutKind::Flsm | LayoutKind::Jungle => false,
             LayoutKind::Trie => true,
         }
     }
@@ -199,7 +232,15 @@ impl LayoutKind {
     pub fn has_guards(self) -> bool {
         match self {
             LayoutKind::Leveled | LayoutKind::Trie => false,
-            LayoutKind::Flsm => true,
+            LayoutKind::Flsm | LayoutKind::Jungle => true,
+        }
+    }
+
+    /// True when each level >= 1 is one sorted run of disjoint tables (leveled; Jungle's trees).
+    pub fn levels_are_disjoint(self) -> bool {
+        match self {
+            LayoutKind::Leveled | LayoutKind::Jungle => true,
+            LayoutKind::Flsm | LayoutKind::Trie => false,
         }
     }
 }
@@ -235,8 +276,8 @@ pub(crate) fn runs_of(
 ) -> Vec<Vec<FileRef>> {
     match kind {
         // Disjoint by invariant (checked before a version is installed): one run.
-        LayoutKind::Leveled if files.is_empty() => Vec::new(),
-        LayoutKind::Leveled => vec![files.to_vec()],
+        LayoutKind::Leveled | LayoutKind::Jungle if files.is_empty() => Vec::new(),
+        LayoutKind::Leveled | LayoutKind::Jungle => vec![files.to_vec()],
         LayoutKind::Flsm => sorted_runs::first_fit(icmp, files),
         LayoutKind::Trie => trie::containers(files),
     }
@@ -251,7 +292,7 @@ pub(crate) fn point_candidates<'v>(
     target: &[u8],
 ) -> Vec<&'v FileRef> {
     match version.layout() {
-        LayoutKind::Leveled | LayoutKind::Flsm => {
+        LayoutKind::Leveled | LayoutKind::Flsm | LayoutKind::Jungle => {
             sorted_runs::candidates(version, level, user_key, target)
         }
         LayoutKind::Trie => trie::candidates(version, level, user_key),
@@ -261,7 +302,7 @@ pub(crate) fn point_candidates<'v>(
 /// The sorted runs of `level` (>= 1) an iterator concatenates, or [`Error::NotSupported`].
 pub(crate) fn iteration_runs(version: &Version, level: usize) -> Result<&[Arc<[Arc<FileMeta>]>]> {
     match version.layout() {
-        LayoutKind::Leveled | LayoutKind::Flsm => Ok(version.run_metas(level)),
+        LayoutKind::Leveled | LayoutKind::Flsm | LayoutKind::Jungle => Ok(version.run_metas(level)),
         LayoutKind::Trie => Err(Error::NotSupported {
             layout: LayoutKind::Trie.name(),
             op: "ordered iteration",

@@ -18,9 +18,11 @@
 //!  8   added guard:     level: u32 | user key bytes
 //!  9   removed guard:   level: u32 | user key bytes
 //! 10   stat:            name bytes (UTF-8) | value: u64
-//! 11   layout:          u8 (0 = leveled, 1 = FLSM, 2 = trie); written with the comparator, absent = leveled
+//! 11   layout:          u8 (0 = leveled, 1 = FLSM, 2 = trie, 3 = Jungle); written with the
+//!                       comparator, absent = leveled
 //! 12   new table:       level: u32 | format: u8 | FileMeta fields | has end checksum: u8 |
-//!                       end checksum: u32 (a table tag 6 cannot describe: not sorted, or growing)
+//!                       end checksum: u32 | route: u64 [| live bytes: u64, format 2 (tree) only]
+//!                       (a table tag 6 cannot describe: not sorted, routed, or growing)
 //! 13   table grew:      the same payload as 12; the live table of that number at that level now
 //!                       has this metadata (a larger extent: bytes were appended to its file)
 //! 14   hash seed:       u64; the seed of the key hash of a hashed layout (trie), written with
@@ -299,9 +301,19 @@ mod tests {
             any::<(u64, u64, u64, u64)>(),
             proptest::option::of(any::<u32>()),
             any::<u64>(),
+            (0..crate::table::TableFormat::ALL.len(), any::<u64>()),
         )
             .prop_map(
-                |((number, file_size), smallest, largest, (s, l, e, d), end_checksum, route)| {
+                |(
+                    (number, file_size),
+                    smallest,
+                    largest,
+                    (s, l, e, d),
+                    end_checksum,
+                    route,
+                    (format, live),
+                )| {
+                    let format = crate::table::TableFormat::ALL[format];
                     FileMeta {
                         number,
                         file_size,
@@ -311,9 +323,14 @@ mod tests {
                         largest_seq: l,
                         num_entries: e,
                         num_deletions: d,
-                        format: crate::table::TableFormat::Sorted,
+                        format,
                         end_checksum,
                         route,
+                        live_bytes: if format == crate::table::TableFormat::Tree {
+                            live
+                        } else {
+                            0
+                        },
                     }
                 },
             )
@@ -338,11 +355,7 @@ mod tests {
             vec((level, arb_bytes()), 0..3),
             vec(("[a-z.]{0,10}", any::<u64>()), 0..3),
             (
-                proptest::option::of(prop_oneof![
-                    Just(LayoutKind::Leveled),
-                    Just(LayoutKind::Flsm),
-                    Just(LayoutKind::Trie)
-                ]),
+                proptest::option::of((0..LayoutKind::ALL.len()).prop_map(|i| LayoutKind::ALL[i])),
                 proptest::option::of(any::<u64>()),
             ),
         )

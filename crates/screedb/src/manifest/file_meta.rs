@@ -2,8 +2,8 @@
 //!
 //! Byte layout inside a "new file" field (tag 6) of a version edit, after the tag and the level.
 //! Tag 6 describes a sorted table that never grows; every other table is written as a "new table"
-//! (tag 12) or "table grew" (tag 13) field, which frame the same fields with its format and the
-//! checksum of its committed end (see edit.rs):
+//! (tag 12) or "table grew" (tag 13) field, which frame the same fields with its format, the
+//! checksum of its committed end, its route and, for a tree, its live bytes (see edit.rs):
 //!
 //! ```text
 //! number:        u64 LE
@@ -53,11 +53,23 @@ pub struct FileMeta {
     /// Where the layout routes the table: the trie container of a hashed table (see
     /// `crate::layout::trie::route_of`); 0 for layouts that route by key range.
     pub route: u64,
+    /// For a tree ([`TableFormat::Tree`]): key + value bytes of the entries it holds at this
+    /// extent, so `file_size / live_bytes` is its space ratio (Jungle's compaction factor C is
+    /// compared with it). 0 for the other formats, which do not record it.
+    pub live_bytes: u64,
 }
 
 /// How many bytes below a table's extent [`FileMeta::end_checksum`] covers (fewer when the
 /// table is shorter).
 pub const END_CHECKSUM_SPAN: u64 = 4096;
+
+/// The [`FileMeta::end_checksum`] of a table whose extent is `extent`: the masked CRC32C of
+/// its last [`END_CHECKSUM_SPAN`] bytes below it.
+pub fn end_checksum(file: &dyn crate::fs::RandomAccessFile, extent: u64) -> Result<u32> {
+    let span = END_CHECKSUM_SPAN.min(extent);
+    let bytes = file.read_vec(extent - span, span as usize)?;
+    Ok(crate::checksum::mask(crate::checksum::crc32c(&bytes)))
+}
 
 impl FileMeta {
     /// The user-key part of [`FileMeta::smallest`].
@@ -88,13 +100,26 @@ impl FileMeta {
     }
 
     /// Appends `format: u8 | fields | has end checksum: u8 | end checksum: u32 LE |
-    /// route: u64 LE` (tags 12, 13).
+    /// route: u64 LE`, then, for a tree only, `live bytes: u64 LE` (tags 12, 13; the format
+    /// code comes first, so a reader knows whether the tree's field follows).
     pub(crate) fn encode_framed(&self, dst: &mut Vec<u8>) {
         dst.push(self.format.code());
         self.encode_fields(dst);
         dst.push(u8::from(self.end_checksum.is_some()));
         put_u32(dst, self.end_checksum.unwrap_or(0));
         put_u64(dst, self.route);
+        if self.format == TableFormat::Tree {
+            put_u64(dst, self.live_bytes);
+        }
+    }
+
+    /// Key + value bytes the table holds: [`FileMeta::live_bytes`] for a tree, the file size
+    /// for the other formats (which hold no garbage).
+    pub fn live_or_file_bytes(&self) -> u64 {
+        match self.format {
+            TableFormat::Tree => self.live_bytes,
+            TableFormat::Sorted | TableFormat::HTable => self.file_size,
+        }
     }
 
     /// Reads what [`FileMeta::encode_framed`] wrote.
@@ -125,6 +150,9 @@ impl FileMeta {
             }
         };
         meta.route = r.u64("table route")?;
+        if format == TableFormat::Tree {
+            meta.live_bytes = r.u64("tree live bytes")?;
+        }
         Ok(meta)
     }
 
@@ -142,6 +170,7 @@ impl FileMeta {
             format: TableFormat::Sorted,
             end_checksum: None,
             route: 0,
+            live_bytes: 0,
         })
     }
 }

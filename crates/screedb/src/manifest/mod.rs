@@ -11,7 +11,7 @@ mod edit;
 mod file_meta;
 
 pub use edit::{MAX_LEVEL, VersionEdit, tag};
-pub use file_meta::{END_CHECKSUM_SPAN, FileMeta};
+pub use file_meta::{END_CHECKSUM_SPAN, FileMeta, end_checksum};
 
 use std::path::Path;
 

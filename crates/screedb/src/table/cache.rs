@@ -19,8 +19,9 @@ use crate::manifest::FileMeta;
 
 use super::block::Block;
 use super::htable::{HTable, HashedTable};
+use super::jungle::{TreeReader, TreeTable};
 use super::reader::Table;
-use super::seam::{TableFormat, TableReader, format_of_tail};
+use super::seam::{FORMAT_TAIL_LEN, TableFormat, TableReader, format_of_tail};
 use super::{TableOptions, table_file_name};
 
 /// Weighs a cached block by the bytes it holds.
@@ -220,23 +221,34 @@ fn open_reader(
 ) -> Result<Arc<dyn TableReader>> {
     let size = file.size();
     let extent = extent.unwrap_or(size);
-    // Every format today is written once and never grows, so the file must be exactly its
-    // extent. (A format that grows will read up to its extent here and ignore the tail past it,
-    // which `TableCache::get` already keys by.)
-    if extent != size {
+    let tail_len = (FORMAT_TAIL_LEN as u64).min(extent);
+    let tail_at = extent - tail_len;
+    if extent > size {
         return Err(Error::corruption(
             &path,
             0,
             format!("table is {size} bytes; the manifest says {extent}"),
         ));
     }
-    let tail_at = extent.saturating_sub(8);
-    let tail = if extent >= 8 {
-        file.read_vec(tail_at, 8)?
-    } else {
-        Vec::new()
+    let length_error = || {
+        Error::corruption(
+            &path,
+            0,
+            format!("table is {size} bytes; the manifest says {extent}"),
+        )
     };
-    match format_of_tail(&tail, &path, tail_at)? {
+    let tail = file.read_vec(tail_at, tail_len as usize)?;
+    let format = match format_of_tail(&tail, &path, tail_at) {
+        Ok(format) => format,
+        Err(_) if extent != size => return Err(length_error()),
+        Err(e) => return Err(e),
+    };
+    // A table that never grows must be exactly its extent; a tree may be longer (segments
+    // appended since this version, or an unacknowledged tail the next open cuts away).
+    if extent != size && !format.grows() {
+        return Err(length_error());
+    }
+    match format {
         TableFormat::Sorted => Ok(Arc::new(Table::open(
             file,
             path,
@@ -249,5 +261,13 @@ fn open_reader(
             HTable::open(file, path, number, opts.htable.clone(), block_cache)?,
             number,
         ))),
+        TableFormat::Tree => Ok(Arc::new(TreeTable::new(TreeReader::open(
+            file,
+            path,
+            number,
+            extent,
+            opts.tree.clone(),
+            icmp.clone(),
+        )?))),
     }
 }

@@ -23,8 +23,8 @@ fn icmp() -> InternalKeyComparator {
     InternalKeyComparator::new(default_comparator())
 }
 
-/// Small blocks and a small HTable (61 buckets of 512 bytes, about 30 KiB), so every table
-/// spans many blocks or buckets and a byte-flip sweep stays quick.
+/// Small blocks, a small HTable (61 buckets of 512 bytes, about 30 KiB) and small tree nodes, so
+/// every table spans many blocks, buckets or nodes and a byte-flip sweep stays quick.
 fn small_blocks() -> TableOptions {
     TableOptions {
         block_size: 256,
@@ -32,6 +32,11 @@ fn small_blocks() -> TableOptions {
             bucket_bytes: 512,
             num_buckets: 61,
             ..HTableOptions::default()
+        },
+        tree: TreeOptions {
+            node_bytes: 512,
+            inline_value_max: 8,
+            ..TreeOptions::default()
         },
         ..TableOptions::default()
     }
@@ -57,12 +62,25 @@ fn entries(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 /// Writes the model as a table of `format` at `path` of `fs`; returns its size.
 fn write(fs: &MemFs, path: &Path, format: TableFormat, model: &Model) -> u64 {
+    let count = model.values().map(Vec::len).sum::<usize>();
+    if format == TableFormat::Tree {
+        // Trees grow by segments and are written by the Jungle job, not by a TableWriter.
+        let commit = write_tree(
+            &small_blocks().tree,
+            &icmp(),
+            fs.create(path).unwrap(),
+            path,
+            entries(model).into_iter().map(Ok),
+        )
+        .unwrap();
+        assert_eq!(commit.entries, count as u64, "{format}");
+        return commit.len;
+    }
     let mut w = create_writer(fs, path, format, &small_blocks(), &icmp()).unwrap();
     for (k, v) in entries(model) {
         w.add(&k, &v).unwrap();
     }
     let (size, props) = w.finish().unwrap();
-    let count = model.values().map(Vec::len).sum::<usize>();
     assert_eq!(props.num_entries, count as u64, "{format}");
     size
 }

@@ -57,12 +57,13 @@ pub use htable::{
 };
 pub use jungle::{
     Commit, KeepFn, SegmentStats, TREE_MAGIC, TreeHandle, TreeIterator, TreeOptions, TreeReader,
-    append_segment, find_last_commit, rewrite_tree, write_tree,
+    TreeTable, append_segment, find_last_commit, rewrite_tree, write_tree,
 };
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
 pub use seam::{
-    Lookup, Probe, TableFormat, TableReader, TableWriter, create_writer, format_of_tail,
+    FORMAT_TAIL_LEN, Lookup, Probe, TableFormat, TableReader, TableWriter, create_writer,
+    format_of_tail,
 };
 
 /// Name of the Bloom filter block in the meta-index. Written to disk: never change it.
@@ -95,6 +96,8 @@ pub struct TableOptions {
     /// How HTables (the trie layout's tables) are written; set from the trie layout's options,
     /// `target_file_size` and the database's hash seed. Readers take every value from the file.
     pub htable: HTableOptions,
+    /// How Jungle trees are written and read; set from the Jungle layout's options.
+    pub tree: TreeOptions,
 }
 
 impl Default for TableOptions {
@@ -108,6 +111,7 @@ impl Default for TableOptions {
             verify_checksums: true,
             mmap_reads: true,
             htable: HTableOptions::default(),
+            tree: TreeOptions::default(),
         }
     }
 }

@@ -34,17 +34,29 @@ pub enum TableFormat {
     /// LSM-trie's HTable (`table/htable/`): fixed-size buckets placed by the key's hash, one
     /// bucket read per lookup, no key order.
     HTable,
+    /// Jungle's tree file (`table/jungle/`): an append-only copy-on-write B+-tree that grows by
+    /// segments; the MANIFEST pins each version at one commit (its extent).
+    Tree,
 }
 
 impl TableFormat {
     /// Every format, in code order (the conformance suite runs over all of them).
-    pub const ALL: [TableFormat; 2] = [TableFormat::Sorted, TableFormat::HTable];
+    pub const ALL: [TableFormat; 3] = [TableFormat::Sorted, TableFormat::HTable, TableFormat::Tree];
 
     /// True when the file stores entries in key order, so offsets grow with keys.
     pub fn keeps_key_order(self) -> bool {
         match self {
-            TableFormat::Sorted => true,
+            TableFormat::Sorted | TableFormat::Tree => true,
             TableFormat::HTable => false,
+        }
+    }
+
+    /// True when the file grows by appends, so a version reads it only up to its extent and
+    /// the file may be longer.
+    pub fn grows(self) -> bool {
+        match self {
+            TableFormat::Sorted | TableFormat::HTable => false,
+            TableFormat::Tree => true,
         }
     }
 
@@ -53,6 +65,7 @@ impl TableFormat {
         match self {
             TableFormat::Sorted => 0,
             TableFormat::HTable => 1,
+            TableFormat::Tree => 2,
         }
     }
 
@@ -61,11 +74,13 @@ impl TableFormat {
         TableFormat::ALL.into_iter().find(|f| f.code() == code)
     }
 
-    /// The format whose footer ends with `magic`.
+    /// The format whose footer ends with `magic` (the last 8 bytes of a sorted table or an
+    /// HTable; a tree's commit record ends with `magic | crc: u32`).
     pub fn from_magic(magic: u64) -> Option<TableFormat> {
         match magic {
             super::TABLE_MAGIC => Some(TableFormat::Sorted),
             super::htable::HTABLE_MAGIC => Some(TableFormat::HTable),
+            super::jungle::TREE_MAGIC => Some(TableFormat::Tree),
             _ => None,
         }
     }
@@ -75,6 +90,7 @@ impl TableFormat {
         match self {
             TableFormat::Sorted => "sorted",
             TableFormat::HTable => "hashed",
+            TableFormat::Tree => "tree",
         }
     }
 }
@@ -161,11 +177,30 @@ pub trait TableWriter: Send + fmt::Debug {
     fn finish(self: Box<Self>) -> Result<(u64, TableProperties)>;
 }
 
-/// The format named by the last 8 bytes of a table file (`tail`), or a corruption error naming
-/// `path` and `offset` (where `tail` starts).
+/// Bytes at the end of a table file that name its format: [`format_of_tail`] reads them.
+pub const FORMAT_TAIL_LEN: usize = 16;
+
+/// The format named by the last [`FORMAT_TAIL_LEN`] bytes of a table file (`tail`; fewer for a
+/// shorter file): the magic in its last 8 bytes (sorted table, HTable) or in the 8 before a
+/// tree commit's checksum. A corruption error names `path` and `offset` (where `tail` starts).
 pub fn format_of_tail(tail: &[u8], path: &Path, offset: u64) -> Result<TableFormat> {
-    let magic = <[u8; 8]>::try_from(tail).map(u64::from_le_bytes).ok();
-    magic.and_then(TableFormat::from_magic).ok_or_else(|| {
+    let at = |from: usize| {
+        tail.len()
+            .checked_sub(from)
+            .and_then(|i| <[u8; 8]>::try_from(&tail[i..i + 8]).ok())
+            .map(u64::from_le_bytes)
+    };
+    let last = at(8);
+    let found = last
+        .and_then(TableFormat::from_magic)
+        .filter(|f| *f != TableFormat::Tree)
+        .or_else(|| {
+            at(12)
+                .filter(|m| *m == super::jungle::TREE_MAGIC)
+                .map(|_| TableFormat::Tree)
+        });
+    let magic = last;
+    found.ok_or_else(|| {
         Error::corruption(
             path,
             offset,
@@ -186,18 +221,21 @@ pub fn create_writer(
     opts: &TableOptions,
     icmp: &InternalKeyComparator,
 ) -> Result<Box<dyn TableWriter>> {
-    let file = fs.create(path)?;
-    Ok(match format {
-        TableFormat::Sorted => Box::new(TableBuilder::new(
+    match format {
+        TableFormat::Sorted => Ok(Box::new(TableBuilder::new(
             opts.clone(),
             icmp.clone(),
-            file,
-            path.to_path_buf(),
-        )),
-        TableFormat::HTable => Box::new(HTableWriter(HTableBuilder::new(
-            opts.htable.clone(),
-            file,
+            fs.create(path)?,
             path.to_path_buf(),
         ))),
-    })
+        TableFormat::HTable => Ok(Box::new(HTableWriter(HTableBuilder::new(
+            opts.htable.clone(),
+            fs.create(path)?,
+            path.to_path_buf(),
+        )))),
+        TableFormat::Tree => Err(Error::invalid(format!(
+            "{}: tree files grow by segments and are written by the Jungle job, not as tables",
+            path.display()
+        ))),
+    }
 }

@@ -209,6 +209,7 @@ proptest! {
             verify_checksums: true,
             mmap_reads: true,
             htable: HTableOptions::default(),
+            tree: crate::table::TreeOptions::default(),
         };
         let (bytes, props) = build(&opts, &es);
         prop_assert_eq!(props.num_entries, es.len() as u64);

@@ -375,8 +375,10 @@ impl Version {
     /// Checks the structural invariants: well-formed ranges; in the leveled layout, sorted,
     /// non-overlapping levels >= 1 and no guards; in the FLSM layout, strictly sorted guards, no
     /// guards at level 0, every table of a level >= 1 inside one guard, and the guards of level
-    /// `i` a subset of those of level `i + 1` (skip-list property). Returns a description of the
-    /// first violation.
+    /// `i` a subset of those of level `i + 1` (skip-list property); in the Jungle layout,
+    /// disjoint trees, each inside one guard (so a guard range holds at most one); in the trie
+    /// layout, routes inside their level's containers. Returns a description of the first
+    /// violation.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         let ucmp = self.icmp.user();
         if self.level_bytes != Version::sizes_of(&self.levels) {
@@ -410,22 +412,17 @@ impl Version {
             if level == 0 {
                 continue;
             }
-            let disjoint = match self.layout {
-                LayoutKind::Leveled => true,
-                LayoutKind::Flsm => false,
-                LayoutKind::Trie => {
-                    // Every table sits in a container of its level.
-                    let containers = 8u64.checked_pow(level as u32).unwrap_or(u64::MAX);
-                    if let Some(f) = files.iter().find(|f| f.route >= containers) {
-                        return Err(format!(
-                            "table {} of level {level} has route {}, past the level's {containers} containers",
-                            f.number, f.route
-                        ));
-                    }
-                    false
+            if self.layout == LayoutKind::Trie {
+                // Every table sits in a container of its level.
+                let containers = 8u64.checked_pow(level as u32).unwrap_or(u64::MAX);
+                if let Some(f) = files.iter().find(|f| f.route >= containers) {
+                    return Err(format!(
+                        "table {} of level {level} has route {}, past the level's {containers} containers",
+                        f.number, f.route
+                    ));
                 }
-            };
-            if disjoint {
+            }
+            if self.layout.levels_are_disjoint() {
                 for pair in files.windows(2) {
                     if ucmp.compare(pair[0].largest_user_key(), pair[1].smallest_user_key())
                         != Ordering::Less
@@ -436,6 +433,8 @@ impl Version {
                         ));
                     }
                 }
+            }
+            if !self.layout.has_guards() {
                 continue;
             }
             for pair in guards.windows(2) {
@@ -461,7 +460,9 @@ impl Version {
                     ));
                 }
             }
-            if let Some(deeper) = self.guards.get(level + 1) {
+            if let Some(deeper) = self.guards.get(level + 1)
+                && self.layout == LayoutKind::Flsm
+            {
                 for g in guards {
                     if deeper.binary_search_by(|d| ucmp.compare(d, g)).is_err() {
                         return Err(format!(

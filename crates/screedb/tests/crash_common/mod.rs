@@ -114,6 +114,13 @@ pub fn test_layouts() -> Vec<(&'static str, Layout)> {
                     max_tables_per_container: 2,
                     ..screedb::TrieOptions::default()
                 }),
+                // Small nodes and a low C: trees split, grow by appends and are rewritten on
+                // kilobytes.
+                LayoutKind::Jungle => Layout::Jungle(screedb::JungleOptions {
+                    compaction_factor: 1.5,
+                    node_bytes: 512,
+                    ..screedb::JungleOptions::default()
+                }),
             };
             (kind.name(), layout)
         })

@@ -23,6 +23,6 @@ use crate::options::{Layout, Options};
 pub(crate) fn options_of(options: &Options) -> &FlsmOptions {
     match &options.layout {
         Layout::Flsm(flsm) => flsm,
-        Layout::Leveled | Layout::Trie(_) => &FlsmOptions::DEFAULT,
+        Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => &FlsmOptions::DEFAULT,
     }
 }

@@ -24,7 +24,7 @@ pub struct Trie;
 fn options_of(options: &Options) -> &TrieOptions {
     match &options.layout {
         Layout::Trie(trie) => trie,
-        Layout::Leveled | Layout::Flsm(_) => &TrieOptions::DEFAULT,
+        Layout::Leveled | Layout::Flsm(_) | Layout::Jungle(_) => &TrieOptions::DEFAULT,
     }
 }
 

@@ -45,6 +45,7 @@ mod append;
 mod commit;
 #[cfg(test)]
 mod damage_tests;
+mod engine;
 mod iter;
 #[cfg(test)]
 mod model_tests;
@@ -56,6 +57,7 @@ mod writer;
 
 pub use append::append_segment;
 pub use commit::find_last_commit;
+pub use engine::TreeTable;
 pub use iter::TreeIterator;
 pub use node::Handle as TreeHandle;
 pub use reader::TreeReader;

@@ -131,6 +131,11 @@ impl TreeReader {
             + root) as u64
     }
 
+    /// The root node, decoded at open; `None` for an empty tree.
+    pub(super) fn root_node(&self) -> Option<&Arc<Node>> {
+        self.root.as_ref()
+    }
+
     /// The root node's handle; `None` for an empty tree.
     pub(super) fn root(&self) -> Option<Handle> {
         (self.commit.height > 0).then_some(Handle {

@@ -1,0 +1,276 @@
+//! Jungle compaction: append merges between levels, rewrites within a level.
+//!
+//! In order of priority:
+//! - level 0 -> 1 once level 0 holds `l0_compaction_trigger` tables: all of them are merged
+//!   into level 1, appending a segment to every level-1 tree their keys reach and writing new
+//!   trees where a guard range has none;
+//! - a level `n >= 1` (not the last) whose live bytes pass its target: one tree, round robin by
+//!   key, is merged the same way into level `n + 1` and removed;
+//! - a tree holding more than `split_factor * target_file_size` of live data is rewritten into
+//!   several (new guards cut it);
+//! - a tree whose file passes `compaction_factor` times its live bytes (plus the metadata a
+//!   fresh tree of them needs, [`fresh_bytes`]) is rewritten in place (the largest ratio first), dropping shadowed versions and, where nothing lies below, tombstones.
+//!
+//! No two jobs touch one tree (inputs and append targets are busy files), and no two jobs write
+//! the same guard range of a level (a new tree may appear in any range the job's keys span).
+
+use std::sync::Arc;
+
+use crate::compaction::{Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range};
+use crate::layout::flsm::guards;
+use crate::manifest::FileMeta;
+use crate::options::{Layout, Options};
+use crate::table::TableFormat;
+use crate::version::{FileRef, Version};
+
+use super::JungleOptions;
+
+/// The Jungle strategy (its options come from `Options::layout`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Jungle;
+
+fn options_of(options: &Options) -> &JungleOptions {
+    match &options.layout {
+        Layout::Jungle(jungle) => jungle,
+        Layout::Leveled | Layout::Flsm(_) | Layout::Trie(_) => &JungleOptions::DEFAULT,
+    }
+}
+
+/// Guard bits that make about one key in `target / average entry bytes` a guard candidate, the
+/// average measured on `files`.
+pub(crate) fn guard_bits(target: u64, files: &[FileRef]) -> u32 {
+    let bytes: u64 = files.iter().map(|f| f.live_or_file_bytes()).sum();
+    let entries: u64 = files.iter().map(|f| f.num_entries).sum();
+    if entries == 0 {
+        return 0;
+    }
+    let average = (bytes / entries).max(1);
+    (target / average).max(1).ilog2()
+}
+
+/// Bytes of leaf entry, value record and filter that a tree spends per entry beyond its key
+/// and value (about 25 for values stored apart), rounded up.
+const ENTRY_OVERHEAD: u64 = 32;
+
+/// Bytes a tree spends once: the root, the commit record, the filter's header.
+const TREE_OVERHEAD: u64 = 4096;
+
+/// About the bytes a freshly written tree of `t`'s entries takes: its live bytes plus the
+/// leaves, filter and commit they need. The space ratio C is compared with `file_size` over
+/// this, so a tree of tiny entries is not rewritten forever for its metadata (with 1 KiB values
+/// it is within 3% of the live bytes alone).
+pub(crate) fn fresh_bytes(t: &FileMeta) -> u64 {
+    t.live_or_file_bytes() + t.num_entries * ENTRY_OVERHEAD + TREE_OVERHEAD
+}
+
+/// The guard ranges of `level` the user keys `[s, l]` fall in, as an inclusive index interval.
+fn span(version: &Version, level: usize, s: &[u8], l: &[u8]) -> (usize, usize) {
+    let ucmp = version.icmp().user();
+    let g = version.guards(level);
+    (
+        guards::guard_index(ucmp.as_ref(), g, s),
+        guards::guard_index(ucmp.as_ref(), g, l),
+    )
+}
+
+/// True when a running job writes into one of the guard ranges `range` of `level`.
+fn span_busy(version: &Version, state: &State, level: usize, range: (usize, usize)) -> bool {
+    state.busy_ranges.iter().any(|(lv, s, l)| {
+        let (a, b) = span(version, level, s, l);
+        *lv == level && a <= range.1 && range.0 <= b
+    })
+}
+
+fn is_busy(state: &State, files: &[FileRef]) -> bool {
+    files.iter().any(|f| state.busy_files.contains(&f.number))
+}
+
+/// Live bytes of `level`: the trees' live data (a sorted table counts its file).
+fn live_bytes(version: &Version, level: usize) -> u64 {
+    version
+        .files(level)
+        .iter()
+        .map(|f| f.live_or_file_bytes())
+        .sum()
+}
+
+impl Jungle {
+    /// The merge of `victims` (of `level`) into `level + 1`, appending to the trees there whose
+    /// guard ranges the victims' keys reach; `None` when one of them, or a range, is busy.
+    fn into_next(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        level: usize,
+        victims: Vec<FileRef>,
+    ) -> Option<MergeSpec> {
+        let out = level + 1;
+        if victims.is_empty() || is_busy(state, &victims) || out >= version.num_levels() {
+            return None;
+        }
+        let (s, l) = key_range(version, &victims)?;
+        let range = span(version, out, &s, &l);
+        if span_busy(version, state, out, range) {
+            return None;
+        }
+        let ucmp = version.icmp().user();
+        let targets: Vec<FileRef> = version
+            .files(out)
+            .iter()
+            .filter(|t| {
+                let g =
+                    guards::guard_index(ucmp.as_ref(), version.guards(out), t.smallest_user_key());
+                range.0 <= g && g <= range.1
+            })
+            .cloned()
+            .collect();
+        // A table that is not a tree (none is, unless written by a foreign layout) is rewritten
+        // into trees first; nothing can be appended to it.
+        if is_busy(state, &targets) || targets.iter().any(|t| t.format != TableFormat::Tree) {
+            return None;
+        }
+        let bits = guard_bits(options.target_file_size, &victims);
+        let mut inputs = vec![(level, victims)];
+        if !targets.is_empty() {
+            inputs.push((out, targets));
+        }
+        Some(MergeSpec {
+            inputs,
+            output_level: out,
+            output: OutputPlan::Trees {
+                target_file_size: options.target_file_size,
+                new_guard_bits: bits,
+                rewrite: false,
+            },
+            seek: false,
+        })
+    }
+
+    /// The rewrite of `trees` of `level` into new trees of that level.
+    fn rewrite(options: &Options, level: usize, trees: Vec<FileRef>) -> MergeSpec {
+        let bits = guard_bits(options.target_file_size, &trees);
+        MergeSpec {
+            inputs: vec![(level, trees)],
+            output_level: level,
+            output: OutputPlan::Trees {
+                target_file_size: options.target_file_size,
+                new_guard_bits: bits,
+                rewrite: true,
+            },
+            seek: false,
+        }
+    }
+
+    /// The most urgent single-tree rewrite: a table that is not a tree, then a tree too large
+    /// (split), then the largest space ratio past C.
+    fn rewrite_due(version: &Version, options: &Options, state: &State) -> Option<MergeSpec> {
+        let jungle = options_of(options);
+        let split_at = options.target_file_size as f64 * jungle.split_factor;
+        let mut best: Option<(f64, usize, &FileRef)> = None;
+        for level in 1..version.num_levels() {
+            for t in version.files(level) {
+                if state.busy_files.contains(&t.number) {
+                    continue;
+                }
+                let live = t.live_or_file_bytes();
+                let urgency = if t.format != TableFormat::Tree {
+                    f64::INFINITY
+                } else if live as f64 > split_at && t.file_size > fresh_bytes(t) {
+                    // Only a tree grown by appends: a freshly written one is as cut as it can
+                    // be (one key's versions, or one value, may exceed the split size).
+                    f64::MAX
+                } else if live == 0 {
+                    f64::MAX
+                } else {
+                    let ratio = t.file_size as f64 / fresh_bytes(t) as f64;
+                    if ratio <= jungle.compaction_factor {
+                        continue;
+                    }
+                    ratio
+                };
+                if best.is_none_or(|(u, ..)| urgency > u) {
+                    let range = span(version, level, t.smallest_user_key(), t.largest_user_key());
+                    if !span_busy(version, state, level, range) {
+                        best = Some((urgency, level, t));
+                    }
+                }
+            }
+        }
+        best.map(|(_, level, t)| Self::rewrite(options, level, vec![Arc::clone(t)]))
+    }
+}
+
+impl CompactionStrategy for Jungle {
+    fn name(&self) -> &'static str {
+        "jungle"
+    }
+
+    fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
+        let last = version.num_levels() - 1;
+        if version.files(0).len() >= options.l0_compaction_trigger
+            && let Some(spec) =
+                Self::into_next(version, options, state, 0, version.files(0).to_vec())
+        {
+            return Choice::Merge(spec);
+        }
+        let mut over: Vec<(f64, usize)> = (1..last)
+            .map(|level| {
+                let score =
+                    live_bytes(version, level) as f64 / options.level_target_bytes(level) as f64;
+                (score, level)
+            })
+            .filter(|(score, _)| *score >= 1.0)
+            .collect();
+        over.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, level) in over {
+            let trees = version.files(level);
+            let ucmp = version.icmp().user();
+            let start = match state.compact_pointers.get(level).and_then(Option::as_ref) {
+                Some(ptr) => {
+                    trees.partition_point(|f| ucmp.compare(f.largest_user_key(), ptr).is_le())
+                }
+                None => 0,
+            };
+            for t in trees[start..].iter().chain(&trees[..start]) {
+                if t.format != TableFormat::Tree {
+                    continue;
+                }
+                if let Some(spec) =
+                    Self::into_next(version, options, state, level, vec![Arc::clone(t)])
+                {
+                    return Choice::Merge(spec);
+                }
+            }
+        }
+        match Self::rewrite_due(version, options, state) {
+            Some(spec) => Choice::Merge(spec),
+            None => Choice::DoNothing,
+        }
+    }
+
+    /// Level 0: all its tables into level 1. A level above the last: the trees overlapping
+    /// `[start, end]` into the level below. The last level: those trees rewritten in place.
+    fn manual(
+        &self,
+        version: &Version,
+        options: &Options,
+        level: usize,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Option<MergeSpec> {
+        let last = version.num_levels() - 1;
+        let inputs = if level == 0 {
+            version.files(0).to_vec()
+        } else {
+            version.overlapping(level, start, end)
+        };
+        if inputs.is_empty() {
+            return None;
+        }
+        if level == last {
+            return Some(Self::rewrite(options, level, inputs));
+        }
+        // Background work is paused, so nothing is busy.
+        Self::into_next(version, options, &State::default(), level, inputs)
+    }
+}
