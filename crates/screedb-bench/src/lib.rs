@@ -119,7 +119,19 @@ pub struct BenchArgs {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "true", default_missing_value = "true")]
     pub settle: bool,
-    /// Layout of levels >= 1: flsm, leveled or trie. Default: the engine's.
+    /// Size at which ScreeDB cuts tables (Jungle: the live bytes a tree aims at). Default: the
+    /// engine's (64 MiB). Other engines ignore it.
+    #[arg(long)]
+    pub target_file_size: Option<u64>,
+    /// Bytes level 1 may hold before it is compacted (ScreeDB; each deeper level 10x more).
+    /// Default: the engine's (256 MiB). Other engines ignore it.
+    #[arg(long)]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Jungle's compaction factor C (a tree is rewritten once its file passes C times its live
+    /// bytes). Default: the layout's (3). Overridden by an engine spec's `c=`.
+    #[arg(long)]
+    pub compaction_factor: Option<f64>,
+    /// Layout of levels >= 1: flsm, leveled, trie or jungle. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
     pub layout: Option<screedb::LayoutKind>,
     /// ScreeDB's memory component: skiplist or flodb (see docs/memory.md). Default: the
@@ -345,6 +357,9 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         compression: args.compression,
         layout: args.layout,
         memory: args.memory,
+        target_file_size: args.target_file_size,
+        max_bytes_for_level_base: args.max_bytes_for_level_base,
+        compaction_factor: args.compaction_factor,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

@@ -56,10 +56,12 @@ fn external(name: &str) -> Option<ExternalEngine> {
 /// ScreeDB's options that an engine spec sets, over the run's flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ScreeDbSpec {
-    /// `layout=flsm|leveled|trie`.
+    /// `layout=flsm|leveled|trie|jungle`.
     pub layout: Option<LayoutKind>,
     /// `memory=skiplist|flodb`.
     pub memory: Option<Memory>,
+    /// `c=FACTOR`: Jungle's compaction factor, in percent (`c=3` is 300).
+    pub compaction_factor_percent: Option<u32>,
 }
 
 impl ScreeDbSpec {
@@ -73,7 +75,7 @@ impl ScreeDbSpec {
         let bad = |why: String| {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
-                 layout=flsm|leveled|trie and memory=skiplist|flodb"
+                 layout=flsm|leveled|trie|jungle, memory=skiplist|flodb and c=FACTOR (Jungle)"
             ))
         };
         for option in spec.split(':') {
@@ -87,7 +89,18 @@ impl ScreeDbSpec {
                 "memory" if out.memory.is_none() => {
                     out.memory = Some(value.parse().map_err(|e: Error| bad(reason(e)))?);
                 }
-                "layout" | "memory" => return Err(bad(format!("{key} is given twice"))),
+                "c" if out.compaction_factor_percent.is_none() => {
+                    let c: f64 = value
+                        .parse()
+                        .map_err(|_| bad(format!("c={value:?} is not a number")))?;
+                    if !(1.1..=1000.0).contains(&c) {
+                        return Err(bad(format!("c={value} is outside 1.1..=1000")));
+                    }
+                    out.compaction_factor_percent = Some((c * 100.0).round() as u32);
+                }
+                "layout" | "memory" | "c" => {
+                    return Err(bad(format!("{key} is given twice")));
+                }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
             }
         }
@@ -105,6 +118,9 @@ impl ScreeDbSpec {
                 Memory::Skiplist => ":memory=skiplist",
                 Memory::Flodb => ":memory=flodb",
             });
+        }
+        if let Some(percent) = self.compaction_factor_percent {
+            out.push_str(&format!(":c={}", f64::from(percent) / 100.0));
         }
         out
     }
@@ -195,6 +211,9 @@ impl EngineKind {
                 let mut config = config.clone();
                 config.layout = spec.layout.or(config.layout);
                 config.memory = spec.memory.or(config.memory);
+                if let Some(percent) = spec.compaction_factor_percent {
+                    config.compaction_factor = Some(f64::from(percent) / 100.0);
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -268,9 +287,13 @@ mod tests {
             EngineKind::ScreeDb(ScreeDbSpec {
                 layout: Some(LayoutKind::Leveled),
                 memory: Some(Memory::Flodb),
+                compaction_factor_percent: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");
+        let j = EngineKind::parse("screedb:layout=jungle:c=2.5").unwrap();
+        assert_eq!(j.label(), "screedb:layout=jungle:c=2.5");
+        assert!(EngineKind::parse("screedb:layout=jungle:c=0.5").is_err());
         assert_eq!(EngineKind::parse("screedb").unwrap().label(), "screedb");
         assert_eq!(
             EngineKind::parse("screedb:layout=flsm").unwrap().label(),

@@ -61,6 +61,12 @@ pub struct EngineConfig {
     pub layout: Option<::screedb::LayoutKind>,
     /// ScreeDB's memory component (`None`: the engine's default); the peers ignore it.
     pub memory: Option<::screedb::Memory>,
+    /// ScreeDB's table size (`None`: the engine's default); the peers ignore it.
+    pub target_file_size: Option<u64>,
+    /// ScreeDB's level-1 size target (`None`: the engine's default); the peers ignore it.
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Jungle's compaction factor C (`None`: the layout's default); other layouts ignore it.
+    pub compaction_factor: Option<f64>,
 }
 
 impl EngineConfig {
@@ -74,6 +80,9 @@ impl EngineConfig {
             compression: Compression::None,
             layout: None,
             memory: None,
+            target_file_size: None,
+            max_bytes_for_level_base: None,
+            compaction_factor: None,
         }
     }
 }

@@ -24,6 +24,17 @@ impl ScreeDbEngine {
         if let Some(layout) = config.layout {
             options.layout = ::screedb::Layout::with_defaults(layout);
         }
+        if let Some(bytes) = config.target_file_size {
+            options.target_file_size = bytes;
+        }
+        if let Some(bytes) = config.max_bytes_for_level_base {
+            options.max_bytes_for_level_base = bytes;
+        }
+        if let (Some(c), ::screedb::Layout::Jungle(jungle)) =
+            (config.compaction_factor, &mut options.layout)
+        {
+            jungle.compaction_factor = c;
+        }
         if let Some(memory) = config.memory {
             options.memory = memory;
         }
