@@ -19,7 +19,7 @@ use crate::manifest::FileMeta;
 
 use super::block::Block;
 use super::htable::{HTable, HashedTable};
-use super::jungle::{TreeReader, TreeTable};
+use super::jungle::{NodeCache, TreeReader, TreeTable};
 use super::reader::Table;
 use super::seam::{FORMAT_TAIL_LEN, TableFormat, TableReader, format_of_tail};
 use super::{TableOptions, table_file_name};
@@ -109,6 +109,8 @@ pub struct TableCache {
     opts: TableOptions,
     icmp: InternalKeyComparator,
     block_cache: Option<Arc<BlockCache>>,
+    /// Decoded tree nodes (Jungle), as large as the block cache, present when it is.
+    node_cache: Option<Arc<NodeCache>>,
     tables: Cache<u64, Arc<dyn TableReader>>,
 }
 
@@ -132,12 +134,16 @@ impl TableCache {
         block_cache: Option<Arc<BlockCache>>,
     ) -> Self {
         let max = max_open_tables.max(1);
+        let node_cache = block_cache
+            .as_ref()
+            .map(|b| Arc::new(NodeCache::new(b.cache.capacity())));
         TableCache {
             fs,
             dir,
             opts,
             icmp,
             block_cache,
+            node_cache,
             tables: Cache::new(max),
         }
     }
@@ -177,7 +183,10 @@ impl TableCache {
             Some(extent),
             &self.opts,
             &self.icmp,
-            self.block_cache.clone(),
+            Caches {
+                blocks: self.block_cache.clone(),
+                nodes: self.node_cache.clone(),
+            },
         )
     }
 
@@ -197,7 +206,7 @@ impl TableCache {
             None,
             opts,
             icmp,
-            None,
+            Caches::default(),
         )
     }
 
@@ -206,6 +215,13 @@ impl TableCache {
     pub fn evict(&self, file_number: u64) {
         self.tables.remove(&file_number);
     }
+}
+
+/// The caches an opened table reads through.
+#[derive(Default)]
+struct Caches {
+    blocks: Option<Arc<BlockCache>>,
+    nodes: Option<Arc<NodeCache>>,
 }
 
 /// Opens a table of any format: the magic in the last 8 bytes of its first `extent` bytes (the
@@ -217,7 +233,7 @@ fn open_reader(
     extent: Option<u64>,
     opts: &TableOptions,
     icmp: &InternalKeyComparator,
-    block_cache: Option<Arc<BlockCache>>,
+    caches: Caches,
 ) -> Result<Arc<dyn TableReader>> {
     let size = file.size();
     let extent = extent.unwrap_or(size);
@@ -255,19 +271,15 @@ fn open_reader(
             number,
             opts.clone(),
             icmp.clone(),
-            block_cache,
+            caches.blocks,
         )?)),
         TableFormat::HTable => Ok(Arc::new(HashedTable::new(
-            HTable::open(file, path, number, opts.htable.clone(), block_cache)?,
+            HTable::open(file, path, number, opts.htable.clone(), caches.blocks)?,
             number,
         ))),
-        TableFormat::Tree => Ok(Arc::new(TreeTable::new(TreeReader::open(
-            file,
-            path,
-            number,
-            extent,
-            opts.tree.clone(),
-            icmp.clone(),
-        )?))),
+        TableFormat::Tree => Ok(Arc::new(TreeTable::new(
+            TreeReader::open(file, path, number, extent, opts.tree.clone(), icmp.clone())?
+                .with_node_cache(caches.nodes),
+        ))),
     }
 }

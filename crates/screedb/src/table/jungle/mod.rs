@@ -60,7 +60,7 @@ pub use commit::find_last_commit;
 pub use engine::TreeTable;
 pub use iter::TreeIterator;
 pub use node::Handle as TreeHandle;
-pub use reader::TreeReader;
+pub use reader::{NodeCache, TreeReader};
 pub use writer::{KeepFn, rewrite_tree, write_tree};
 
 /// Magic number near the end of every commit record: the first 8 bytes of SHA-256("screedb

@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key::parse_internal_key;
 use crate::table::BloomFilter;
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
 
 /// A tree file opened at one commit. `Send + Sync`; share it in an `Arc`.
 pub struct TreeReader {
@@ -31,6 +33,46 @@ pub struct TreeReader {
     filter: Option<BloomFilter>,
     /// The root node, decoded at open (every lookup starts there).
     root: Option<Arc<Node>>,
+    /// Decoded nodes shared by every open tree, if the engine gave one.
+    cache: Option<Arc<NodeCache>>,
+}
+
+/// Decoded tree nodes of every open tree, keyed by `(file number, offset)` and bounded in
+/// payload bytes. Safe without invalidation: a node a reader can reach lies below a commit,
+/// and bytes below a commit never change (file numbers are never reused).
+pub struct NodeCache {
+    cache: Cache<(u64, u64), (u32, Arc<Node>), NodeWeighter>,
+}
+
+/// Weighs a cached node by its payload bytes (as read from disk).
+#[derive(Debug, Clone, Copy)]
+struct NodeWeighter;
+
+impl Weighter<(u64, u64), (u32, Arc<Node>)> for NodeWeighter {
+    fn weight(&self, _key: &(u64, u64), node: &(u32, Arc<Node>)) -> u64 {
+        u64::from(node.0).max(1)
+    }
+}
+
+impl fmt::Debug for NodeCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeCache")
+            .field("capacity_bytes", &self.cache.capacity())
+            .field("usage_bytes", &self.cache.weight())
+            .finish()
+    }
+}
+
+impl NodeCache {
+    /// A cache of at most about `capacity_bytes` of node payloads.
+    pub fn new(capacity_bytes: u64) -> NodeCache {
+        let items = usize::try_from(capacity_bytes / 4096)
+            .unwrap_or(usize::MAX)
+            .max(16);
+        NodeCache {
+            cache: Cache::with_weighter(items, capacity_bytes, NodeWeighter),
+        }
+    }
 }
 
 impl fmt::Debug for TreeReader {
@@ -85,11 +127,18 @@ impl TreeReader {
             filter_bytes,
             filter,
             root: None,
+            cache: None,
         };
         if let Some(h) = tree.root() {
             tree.root = Some(Arc::new(tree.read_node(h, tree.commit.height == 1)?));
         }
         Ok(tree)
+    }
+
+    /// Caches the nodes this reader decodes (other than its root) in `cache`.
+    pub fn with_node_cache(mut self, cache: Option<Arc<NodeCache>>) -> TreeReader {
+        self.cache = cache;
+        self
     }
 
     /// The commit this reader is pinned at.
@@ -146,10 +195,21 @@ impl TreeReader {
 
     /// The node at `handle`, a leaf if `leaf`: the root from memory, any other read.
     pub(super) fn node(&self, handle: Handle, leaf: bool) -> Result<Arc<Node>> {
-        match &self.root {
-            Some(root) if Some(handle) == self.root() => Ok(Arc::clone(root)),
-            _ => self.read_node(handle, leaf).map(Arc::new),
+        if let Some(root) = &self.root
+            && Some(handle) == self.root()
+        {
+            return Ok(Arc::clone(root));
         }
+        let Some(cache) = &self.cache else {
+            return self.read_node(handle, leaf).map(Arc::new);
+        };
+        let key = (self.file_number, handle.offset);
+        if let Some((_, node)) = cache.cache.get(&key) {
+            return Ok(node);
+        }
+        let node = Arc::new(self.read_node(handle, leaf)?);
+        cache.cache.insert(key, (handle.size, Arc::clone(&node)));
+        Ok(node)
     }
 
     /// Reads the node at `handle`, a leaf if `leaf`.
