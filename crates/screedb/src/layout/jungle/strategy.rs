@@ -4,7 +4,8 @@
 //! - level 0 -> 1 once level 0 holds `l0_compaction_trigger` tables: all of them are merged
 //!   into level 1, appending a segment to every level-1 tree their keys reach and writing new
 //!   trees where a guard range has none;
-//! - a level `n >= 1` (not the last) whose live bytes pass its target: one tree, round robin by
+//! - a level `n >= 1` (not the last) whose file bytes pass C times its target (as in the paper,
+//!   so a value is appended to fewer levels): one tree, round robin by
 //!   key, is merged the same way into level `n + 1` and removed;
 //! - a tree holding more than `split_factor * target_file_size` of live data is rewritten into
 //!   several (new guards cut it);
@@ -83,15 +84,6 @@ fn span_busy(version: &Version, state: &State, level: usize, range: (usize, usiz
 
 fn is_busy(state: &State, files: &[FileRef]) -> bool {
     files.iter().any(|f| state.busy_files.contains(&f.number))
-}
-
-/// Live bytes of `level`: the trees' live data (a sorted table counts its file).
-fn live_bytes(version: &Version, level: usize) -> u64 {
-    version
-        .files(level)
-        .iter()
-        .map(|f| f.live_or_file_bytes())
-        .sum()
 }
 
 impl Jungle {
@@ -215,8 +207,11 @@ impl CompactionStrategy for Jungle {
         }
         let mut over: Vec<(f64, usize)> = (1..last)
             .map(|level| {
-                let score =
-                    live_bytes(version, level) as f64 / options.level_target_bytes(level) as f64;
+                // As in the paper: a level's file bytes may reach C x the leveled target before
+                // it merges down, so a value is appended to fewer levels.
+                let limit = options.level_target_bytes(level) as f64
+                    * options_of(options).compaction_factor;
+                let score = version.level_bytes(level) as f64 / limit;
                 (score, level)
             })
             .filter(|(score, _)| *score >= 1.0)
