@@ -154,7 +154,10 @@ impl TreeMerge<'_, '_> {
     fn run(&mut self, input: &mut dyn InternalIterator) -> Result<()> {
         let newest_snapshot = self.ctx.snapshots.last().copied().unwrap_or(0);
         let filter = self.ctx.compaction_filter;
-        let mut last_user_key: Option<Vec<u8>> = None;
+        // The user key of the entries being merged (valid once `have_key`; reused, not
+        // reallocated per key).
+        let mut last_user_key: Vec<u8> = Vec::new();
+        let mut have_key = false;
         let mut seen = 0u64;
         input.seek_to_first();
         while input.valid() {
@@ -171,12 +174,18 @@ impl TreeMerge<'_, '_> {
             let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
                 Error::corruption("compaction input", 0, "internal key with a bad trailer")
             })?;
-            let new_key = last_user_key.as_deref().is_none_or(|k| {
-                self.ctx.icmp.user().compare(k, parsed.user_key) != Ordering::Equal
-            });
+            let new_key = !have_key
+                || self
+                    .ctx
+                    .icmp
+                    .user()
+                    .compare(&last_user_key, parsed.user_key)
+                    != Ordering::Equal;
             if new_key {
                 self.route(parsed.user_key)?;
-                last_user_key = Some(parsed.user_key.to_vec());
+                last_user_key.clear();
+                last_user_key.extend_from_slice(parsed.user_key);
+                have_key = true;
             }
             // The newest value of a key that no snapshot can see: the application's filter may
             // turn it into a tombstone.
@@ -207,7 +216,8 @@ impl TreeMerge<'_, '_> {
     /// Moves the sink to the guard range of `user_key` (ascending across calls), closing the
     /// current one when the key leaves its range or starts a new tree.
     fn route(&mut self, user_key: &[u8]) -> Result<()> {
-        let ucmp = std::sync::Arc::clone(self.ctx.icmp.user());
+        let ctx = self.ctx;
+        let ucmp = ctx.icmp.user();
         let mut crossed = false;
         while self
             .committed

@@ -199,14 +199,13 @@ pub fn format_of_tail(tail: &[u8], path: &Path, offset: u64) -> Result<TableForm
                 .filter(|m| *m == super::jungle::TREE_MAGIC)
                 .map(|_| TableFormat::Tree)
         });
-    let magic = last;
     found.ok_or_else(|| {
         Error::corruption(
             path,
             offset,
             format!(
                 "not a table this build can read: unknown magic {}",
-                magic.map_or_else(|| "(short file)".to_string(), |m| format!("{m:#018x}"))
+                last.map_or_else(|| "(short file)".to_string(), |m| format!("{m:#018x}"))
             ),
         )
     })
