@@ -9,6 +9,8 @@
 //! - every live table: it exists, its size is the one the manifest records, every block's
 //!   checksum, every entry's order ([`crate::table::TableReader::verify`]), and its properties agree with
 //!   its manifest entry (smallest/largest key, sequence range, entry and deletion counts);
+//! - in the trie layout, the BloomCluster of every last-level container: every page's checksum,
+//!   and no key of a table it covers that the cluster rules out;
 //! - every live WAL: older logs are read strictly, the newest may end in a torn tail (as at open);
 //!   every record must decode as a write batch and sequence numbers must increase.
 //!
@@ -59,6 +61,9 @@ pub struct CheckReport {
     pub wal_records: u64,
     /// Updates (puts and deletes) in those records.
     pub wal_updates: u64,
+    /// BloomClusters (trie layout) verified: every page read, and every key of every table
+    /// each covers in its container let through.
+    pub clusters: usize,
     /// Tables in the directory that the MANIFEST does not list (removed at the next open).
     pub unreferenced_tables: Vec<u64>,
     /// Torn tails found where a crash may leave one: `(file, description)`. Open drops them.
@@ -163,6 +168,10 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
                 &mut report,
             )?;
         }
+    }
+
+    if version.layout() == crate::LayoutKind::Trie {
+        check_clusters(&version, &tables, &mut report)?;
     }
 
     // WALs and stray tables.
@@ -316,6 +325,51 @@ fn check_wal(
     }
     if let Some(tail) = reader.torn_tail() {
         report.torn_tails.push((path, tail.reason.clone()));
+    }
+    Ok(())
+}
+
+/// Checks the BloomCluster of every container of the trie's last level (see the module
+/// documentation): a cluster that rules out a key its table holds would hide that key.
+fn check_clusters(
+    version: &crate::version::Version,
+    tables: &TableCache,
+    report: &mut CheckReport,
+) -> Result<()> {
+    use crate::iter::InternalIterator;
+    use crate::table::htable::KeyHash;
+    let seed = version.hash_seed();
+    for container in version.runs(version.num_levels() - 1) {
+        let Some(holder) = container.iter().map(|f| f.number).max() else {
+            continue;
+        };
+        let Some(cluster) = tables.cluster(holder)? else {
+            continue;
+        };
+        cluster.verify()?;
+        report.clusters += 1;
+        for (i, &number) in cluster.tables().iter().enumerate() {
+            let Some(f) = container.iter().find(|f| f.number == number) else {
+                continue;
+            };
+            let mut it = tables.get(f)?.iter()?;
+            it.seek_to_first();
+            while it.valid() {
+                let user_key = crate::key::user_key(it.key());
+                if !cluster.may_hold(&KeyHash::of(seed, user_key))?[i] {
+                    return Err(Error::corruption(
+                        cluster.path(),
+                        0,
+                        format!(
+                            "the cluster rules out key {:?} of table {number}, which holds it",
+                            String::from_utf8_lossy(user_key)
+                        ),
+                    ));
+                }
+                it.next();
+            }
+            it.status()?;
+        }
     }
     Ok(())
 }

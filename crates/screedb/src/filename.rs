@@ -5,7 +5,8 @@
 //! LOCK               held (flock) by the process that has the database open
 //! MANIFEST-NNNNNN    version edits, in the log format
 //! NNNNNN.log         write-ahead log
-//! NNNNNN.sst         sorted table
+//! NNNNNN.sst         table (sorted table, HTable or tree)
+//! NNNNNN.bfc         BloomCluster of the trie layout, a side file of table NNNNNN.sst
 //! NNNNNN.dbtmp       temporary file (CURRENT being replaced)
 //! ```
 //! All numbers come from one counter (the manifest's next file number).
@@ -25,6 +26,8 @@ pub enum FileKind {
     Log(u64),
     /// `NNNNNN.sst`.
     Table(u64),
+    /// `NNNNNN.bfc`: the BloomCluster held by table `NNNNNN` (the trie layout).
+    Cluster(u64),
     /// `NNNNNN.dbtmp`.
     Temp(u64),
 }
@@ -59,6 +62,11 @@ pub fn table_file(dir: &Path, number: u64) -> PathBuf {
     crate::table::table_file_name(dir, number)
 }
 
+/// `dir/NNNNNN.bfc`, the BloomCluster of table `number` (docs/lsm-trie.md).
+pub fn cluster_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.bfc"))
+}
+
 /// `dir/NNNNNN.dbtmp`.
 pub fn temp_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.dbtmp"))
@@ -79,6 +87,7 @@ pub fn parse(name: &str) -> Option<FileKind> {
     match ext {
         "log" => Some(FileKind::Log(n)),
         "sst" => Some(FileKind::Table(n)),
+        "bfc" => Some(FileKind::Cluster(n)),
         "dbtmp" => Some(FileKind::Temp(n)),
         _ => None,
     }
@@ -101,6 +110,7 @@ mod tests {
         for (path, kind) in [
             (log_file(dir, 7), FileKind::Log(7)),
             (table_file(dir, 1234567), FileKind::Table(1234567)),
+            (cluster_file(dir, 12), FileKind::Cluster(12)),
             (manifest_file(dir, 3), FileKind::Manifest(3)),
             (temp_file(dir, 9), FileKind::Temp(9)),
             (current_file(dir), FileKind::Current),

@@ -112,7 +112,9 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
                 manifests.push(n);
                 n
             }
-            Some(FileKind::Temp(n)) => n,
+            // Clusters are rebuilt by compaction; the next open removes those of tables repair
+            // replaced.
+            Some(FileKind::Temp(n) | FileKind::Cluster(n)) => n,
             _ => continue,
         };
         max_number = max_number.max(n);

@@ -22,6 +22,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::layout::flsm::guards;
 use crate::manifest::{FileMeta, VersionEdit};
+use crate::table::htable::KeyHash;
 use crate::table::{TableCache, TableFormat, TableOptions, TableWriter, create_writer};
 use crate::version::Version;
 
@@ -180,6 +181,27 @@ impl Partition<'_> {
 /// for layouts that route by key range, 0 for every key.
 type Router<'a> = &'a dyn Fn(&[u8]) -> u64;
 
+/// The hashes of the distinct user keys written to each output table, by file number (the
+/// keys of a BloomCluster).
+pub(super) struct KeyHashes {
+    seed: u64,
+    pub(super) by_table: std::collections::HashMap<u64, Vec<KeyHash>>,
+}
+
+impl KeyHashes {
+    fn new(seed: u64) -> Self {
+        KeyHashes {
+            seed,
+            by_table: std::collections::HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, table: u64, user_key: &[u8]) {
+        let hash = KeyHash::of(self.seed, user_key);
+        self.by_table.entry(table).or_default().push(hash);
+    }
+}
+
 /// A table being written: its route, file number and writer.
 type OpenTable = (u64, u64, Box<dyn TableWriter>);
 
@@ -199,6 +221,7 @@ fn write_tables(
     route_of: Router<'_>,
     filter: Option<(&dyn CompactionFilter, usize)>,
     cancel: Option<&AtomicBool>,
+    mut key_hashes: Option<&mut KeyHashes>,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     let newest_snapshot = ctx.snapshots.last().copied().unwrap_or(0);
@@ -254,6 +277,9 @@ fn write_tables(
                     open.len() - 1
                 }
             };
+            if let (Some(k), Some(o)) = (key_hashes.as_deref_mut(), open.get(current)) {
+                k.add(o.1, parsed.user_key);
+            }
             last_user_key.clear();
             last_user_key.extend_from_slice(parsed.user_key);
             have_key = true;
@@ -348,6 +374,7 @@ pub fn flush(
         &|_| 0,
         None,
         None,
+        None,
         &mut stats,
     )?;
     Ok((outputs, stats))
@@ -383,6 +410,11 @@ pub fn merge(
             &by_range
         }
     };
+    // Outputs in the trie's last level get their containers' BloomClusters, built from the
+    // hashes of the keys each output holds.
+    let mut key_hashes = (matches!(spec.output, OutputPlan::ByHash { .. })
+        && out + 1 == version.num_levels())
+    .then(|| KeyHashes::new(seed));
     let (below, mut partition) = match spec.output {
         OutputPlan::BySize { .. } | OutputPlan::Trees { .. } => {
             (out + 1..version.num_levels(), Partition::none())
@@ -419,8 +451,12 @@ pub fn merge(
         route_of,
         ctx.compaction_filter.map(|f| (f, out)),
         ctx.cancel,
+        key_hashes.as_mut(),
         &mut stats,
     )?;
+    if let Some(hashes) = key_hashes {
+        super::clusters::write(ctx, version, spec, &outputs, hashes, &mut stats)?;
+    }
     let mut edit = VersionEdit::default();
     for (level, files) in &spec.inputs {
         for f in files {

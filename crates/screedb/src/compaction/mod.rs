@@ -6,6 +6,7 @@
 //! Jungle trees). The strategies themselves live with their layouts
 //! (`crate::layout::{leveled, flsm, trie, jungle}`).
 
+mod clusters;
 mod filter;
 pub mod job;
 pub mod tree_job;

@@ -94,7 +94,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 versions.mark_file_number_used(n);
                 on_disk_tables.insert(n);
             }
-            Some(FileKind::Manifest(n) | FileKind::Temp(n)) => versions.mark_file_number_used(n),
+            Some(FileKind::Manifest(n) | FileKind::Temp(n) | FileKind::Cluster(n)) => {
+                versions.mark_file_number_used(n);
+            }
             _ => {}
         }
     }
@@ -187,7 +189,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     for name in &names {
         let remove = match filename::parse(name) {
             Some(FileKind::Log(n)) => n < wal_number,
-            Some(FileKind::Table(n)) => !live.contains(&n),
+            // A cluster is a side file of its holder table and goes with it.
+            Some(FileKind::Table(n) | FileKind::Cluster(n)) => !live.contains(&n),
             Some(FileKind::Manifest(n)) => n != versions.manifest_number(),
             Some(FileKind::Temp(_)) => true,
             _ => false,

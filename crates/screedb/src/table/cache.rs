@@ -18,7 +18,7 @@ use crate::fs::{Fs, RandomAccessFile};
 use crate::manifest::FileMeta;
 
 use super::block::Block;
-use super::htable::{HTable, HashedTable};
+use super::htable::{Cluster, HTable, HashedTable};
 use super::jungle::{NodeCache, TreeReader, TreeTable};
 use super::reader::Table;
 use super::seam::{FORMAT_TAIL_LEN, TableFormat, TableReader, format_of_tail};
@@ -112,6 +112,9 @@ pub struct TableCache {
     /// Decoded tree nodes (Jungle), as large as the block cache, present when it is.
     node_cache: Option<Arc<NodeCache>>,
     tables: Cache<u64, Arc<dyn TableReader>>,
+    /// The BloomClusters of open holder tables (the trie layout), `None` for a table that holds
+    /// none; keyed by the holder's number.
+    clusters: Cache<u64, Option<Arc<Cluster>>>,
 }
 
 impl fmt::Debug for TableCache {
@@ -145,6 +148,7 @@ impl TableCache {
             block_cache,
             node_cache,
             tables: Cache::new(max),
+            clusters: Cache::new(max),
         }
     }
 
@@ -214,6 +218,21 @@ impl TableCache {
     /// it open until they are dropped.
     pub fn evict(&self, file_number: u64) {
         self.tables.remove(&file_number);
+        self.clusters.remove(&file_number);
+    }
+
+    /// The BloomCluster table `holder` holds (`dir/{holder:06}.bfc`), or `None` when it holds
+    /// none. Both answers are cached until the holder is evicted.
+    pub fn cluster(&self, holder: u64) -> Result<Option<Arc<Cluster>>> {
+        self.clusters.get_or_insert_with(&holder, || {
+            let path = crate::filename::cluster_file(&self.dir, holder);
+            if !self.fs.exists(&path) {
+                return Ok(None);
+            }
+            let file = self.fs.open(&path)?;
+            let cluster = Cluster::open(file, path, holder, self.block_cache.clone())?;
+            Ok(Some(Arc::new(cluster)))
+        })
     }
 }
 

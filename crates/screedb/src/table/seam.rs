@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::iter::InternalIterator;
 use crate::key::SequenceNumber;
+use crate::table::htable::KeyHash;
 
 use super::TableOptions;
 use super::builder::TableBuilder;
@@ -142,6 +143,21 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// The newest entry of `user_key` visible at the sequence of `target`, the internal key
     /// `user_key | (sequence, FOR_SEEK)`; asks the table's filter first.
     fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe>;
+    /// [`TableReader::probe`] of a key the trie layout hashed once per lookup: `hash` is
+    /// `KeyHash::of(seed, user_key)`. With `use_filter` false the table's own filter is not
+    /// asked (a BloomCluster already let the key through). Formats that do not place keys by
+    /// hash ignore `seed`, `hash` and `use_filter`.
+    fn probe_hashed(
+        &self,
+        user_key: &[u8],
+        target: &[u8],
+        seed: u64,
+        hash: &KeyHash,
+        use_filter: bool,
+    ) -> Result<Probe> {
+        let _ = (seed, hash, use_filter);
+        self.probe(user_key, target)
+    }
     /// Every entry in internal-key order, keeping the table open. A format that must read
     /// the whole table to order it (HTable) reports a failed read here.
     fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>>;

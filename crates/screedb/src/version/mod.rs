@@ -32,6 +32,7 @@ use crate::layout::flsm::{guards, seeks};
 use crate::layout::{self, LayoutKind};
 use crate::manifest::FileMeta;
 use crate::table::TableCache;
+use crate::table::htable::KeyHash;
 use obsolete::ObsoleteFiles;
 
 pub use crate::table::Lookup;
@@ -318,17 +319,34 @@ impl Version {
         let mut crossed = false;
         let target = key::make_internal_key(user_key, snapshot, ValueKind::FOR_SEEK);
         let ucmp = self.icmp.user();
+        // The trie layout hashes the key once per lookup (every table it probes is an HTable).
+        let hash = (self.layout == LayoutKind::Trie).then(|| KeyHash::of(self.hash_seed, user_key));
         for (level, files) in self.levels.iter().enumerate() {
             if level == 0 {
                 for f in files {
-                    if ucmp.compare(user_key, f.smallest_user_key()) != Ordering::Less
-                        && ucmp.compare(user_key, f.largest_user_key()) != Ordering::Greater
-                        && let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)?
+                    if ucmp.compare(user_key, f.smallest_user_key()) == Ordering::Less
+                        || ucmp.compare(user_key, f.largest_user_key()) == Ordering::Greater
                     {
+                        continue;
+                    }
+                    let table = tables.get(f)?;
+                    let probe = match &hash {
+                        Some(h) => {
+                            table.probe_hashed(user_key, &target, self.hash_seed, h, true)?
+                        }
+                        None => table.probe(user_key, &target)?,
+                    };
+                    if let Probe::Hit(found, _) = probe {
                         return Ok((found, crossed));
                     }
                 }
                 continue;
+            }
+            if let Some(h) = &hash {
+                match layout::trie::probe_level(self, tables, level, h, user_key, &target)? {
+                    Some(found) => return Ok((found, crossed)),
+                    None => continue,
+                }
             }
             // The layout names the candidates (one per sorted run); probe the newest data first
             // and stop as soon as the best entry found is newer than anything the remaining

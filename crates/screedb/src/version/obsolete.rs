@@ -59,6 +59,11 @@ impl ObsoleteFiles {
             return;
         }
         self.tables.evict(number);
+        // The table's BloomCluster, if it holds one (the trie layout), goes with it.
+        let cluster = filename::cluster_file(&self.dir, number);
+        if self.fs.exists(&cluster) {
+            let _ = self.fs.remove(&cluster);
+        }
         match self.fs.remove(&filename::table_file(&self.dir, number)) {
             Ok(()) => self.deleted.fetch_add(1, Ordering::Relaxed),
             // The file will be found and removed by the sweep at the next open.

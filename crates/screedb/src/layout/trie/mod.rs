@@ -20,7 +20,9 @@ mod strategy;
 pub use strategy::Trie;
 
 use crate::error::Result;
+use crate::key::SequenceNumber;
 use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH};
+use crate::table::{Lookup, Probe, TableCache};
 use crate::version::{FileRef, Version};
 
 /// Options of the trie layout, carried by [`crate::Layout::Trie`]. The HTable size is
@@ -134,6 +136,64 @@ pub(crate) fn containers(files: &[FileRef]) -> Vec<Vec<FileRef>> {
         }
     }
     out
+}
+
+/// The newest entry of `user_key` visible at `target` (its internal key for the snapshot) in
+/// `level` (>= 1), or `None`: the key's container is probed newest table first. At the last
+/// level, the container's BloomCluster (held by its highest-numbered table, docs/lsm-trie.md)
+/// says in one page read which of the tables it covers may hold the key: those it rules out
+/// are skipped, the others are probed without their own filters; a table it does not cover is
+/// probed as at every other level. `hash` is the key's hash with the database's seed.
+pub(crate) fn probe_level(
+    version: &Version,
+    tables: &TableCache,
+    level: usize,
+    hash: &KeyHash,
+    user_key: &[u8],
+    target: &[u8],
+) -> Result<Option<Lookup>> {
+    let route = route_of(hash, level);
+    let containers = version.runs(level);
+    let Ok(i) = containers.binary_search_by(|c| c[0].route.cmp(&route)) else {
+        return Ok(None);
+    };
+    let container = &containers[i];
+    let cluster = match container.iter().max_by_key(|f| f.number) {
+        Some(holder) if level + 1 == version.num_levels() => tables.cluster(holder.number)?,
+        _ => None,
+    };
+    let maybe = match &cluster {
+        Some(c) => Some(c.may_hold(hash)?),
+        None => None,
+    };
+    let covered = |number: u64| -> Option<bool> {
+        let c = cluster.as_ref()?;
+        let i = c.tables().iter().position(|&t| t == number)?;
+        maybe.as_ref()?.get(i).copied()
+    };
+    let seed = version.hash_seed();
+    // Newest first (`containers`); stop once the best entry found is newer than anything the
+    // remaining tables hold.
+    let mut best: Option<(Lookup, SequenceNumber)> = None;
+    for f in container {
+        if best.as_ref().is_some_and(|(_, seq)| *seq >= f.largest_seq) {
+            break;
+        }
+        let use_filter = match covered(f.number) {
+            Some(false) => continue,
+            Some(true) => false,
+            None => true,
+        };
+        let probe = tables
+            .get(f)?
+            .probe_hashed(user_key, target, seed, hash, use_filter)?;
+        if let Probe::Hit(found, seq) = probe
+            && best.as_ref().is_none_or(|(_, s)| seq > *s)
+        {
+            best = Some((found, seq));
+        }
+    }
+    Ok(best.map(|(found, _)| found))
 }
 
 /// The tables of `level` (>= 1) that may hold `user_key`: its container's, newest first.

@@ -77,19 +77,45 @@ impl TableReader for HashedTable {
     }
 
     fn probe(&self, user_key: &[u8], target: &[u8]) -> Result<Probe> {
+        let seed = self.table.hash_seed();
+        self.probe_hashed(user_key, target, seed, &KeyHash::of(seed, user_key), true)
+    }
+
+    fn probe_hashed(
+        &self,
+        user_key: &[u8],
+        target: &[u8],
+        seed: u64,
+        hash: &KeyHash,
+        use_filter: bool,
+    ) -> Result<Probe> {
         let snapshot = key::parse_internal_key(target).map_or(key::MAX_SEQUENCE, |k| k.seq);
-        let hash = KeyHash::of(self.table.hash_seed(), user_key);
-        Ok(match self.table.probe(&hash, user_key, snapshot)? {
-            HProbe::Filtered => Probe::Filtered,
-            HProbe::Missed => Probe::Missed,
-            HProbe::Hit { kind, value, seq } => {
-                let found = match kind {
-                    ValueKind::Value => Lookup::Found(value),
-                    ValueKind::Deletion => Lookup::Deleted,
-                };
-                Probe::Hit(found, seq)
-            }
-        })
+        // A table written with another seed (reported by `screedb check`) is read by its own.
+        // A table written with another seed (reported by `screedb check`) is read by its own,
+        // through its own filter (a cluster built with the database's seed says nothing of it).
+        let own;
+        let (hash, use_filter) = if seed == self.table.hash_seed() {
+            (hash, use_filter)
+        } else {
+            own = KeyHash::of(self.table.hash_seed(), user_key);
+            (&own, true)
+        };
+        Ok(
+            match self
+                .table
+                .probe_with(hash, user_key, snapshot, use_filter)?
+            {
+                HProbe::Filtered => Probe::Filtered,
+                HProbe::Missed => Probe::Missed,
+                HProbe::Hit { kind, value, seq } => {
+                    let found = match kind {
+                        ValueKind::Value => Lookup::Found(value),
+                        ValueKind::Deletion => Lookup::Deleted,
+                    };
+                    Probe::Hit(found, seq)
+                }
+            },
+        )
     }
 
     /// Every entry sorted in memory (an HTable stores none in order): for compaction, check,

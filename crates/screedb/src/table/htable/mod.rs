@@ -65,6 +65,7 @@
 //! deletions work.
 
 mod builder;
+mod cluster;
 mod engine;
 mod format;
 mod hash;
@@ -78,6 +79,7 @@ mod tests_corruption;
 mod verify;
 
 pub use builder::HTableBuilder;
+pub use cluster::{CLUSTER_MAGIC, Cluster, SlotFilters, write_cluster};
 pub use engine::{HTableWriter, HashedTable};
 pub use hash::{KeyHash, MAX_TRIE_DEPTH, bucket_count_for};
 pub use iter::HTableIterator;

@@ -1,10 +1,12 @@
-//! Reads an HTable: open loads the footer, filters, migration records, overflow index and
-//! properties into memory (all checksummed); a probe then reads exactly one bucket.
+//! Reads an HTable: open loads the footer, migration records, overflow index and properties
+//! into memory (all checksummed), the bucket filters on the first probe that asks them (a table
+//! of the trie's last level is asked through its container's BloomCluster instead, and never
+//! holds its own); a probe then reads exactly one bucket.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::coding::get_u32;
 use crate::comparator::{InternalKeyComparator, default_comparator};
@@ -43,7 +45,8 @@ pub struct HTable {
     opts: HTableOptions,
     footer: HFooter,
     props: HTableProperties,
-    filters: Filters,
+    /// Loaded (and checked) by the first probe that uses them.
+    filters: OnceLock<Filters>,
     migrations: Vec<MigrationRecord>,
     overflow: Vec<OverflowRecord>,
     block_cache: Option<Arc<BlockCache>>,
@@ -95,10 +98,6 @@ impl HTable {
         let mut props = format::decode_properties(&data)
             .ok_or_else(|| bad(footer.properties, "properties block does not decode".into()))?;
 
-        let data = read(footer.filter)?;
-        let filters = decode_filters(&data, n)
-            .ok_or_else(|| bad(footer.filter, "filter block does not decode".into()))?;
-
         let data = read(footer.migration)?;
         let migrations =
             decode_records(&data, format::MIGRATION_RECORD_LEN, MigrationRecord::decode)
@@ -144,7 +143,7 @@ impl HTable {
             opts,
             footer,
             props,
-            filters,
+            filters: OnceLock::new(),
             migrations,
             overflow,
             block_cache,
@@ -179,41 +178,69 @@ impl HTable {
         }
     }
 
-    /// Bytes of metadata held in memory: filters, migration records, overflow index, properties.
+    /// Bytes of metadata held in memory: filters (once loaded), migration records, overflow
+    /// index, properties.
     pub fn metadata_bytes(&self) -> u64 {
-        let f = &self.filters;
+        let filters = self
+            .filters
+            .get()
+            .map_or(0, |f| f.bits.len() + 4 * f.offsets.len());
         let props = self.props.smallest_key.len()
             + self.props.largest_key.len()
             + size_of::<HTableProperties>();
-        (f.bits.len()
-            + 4 * f.offsets.len()
+        (filters
             + size_of::<MigrationRecord>() * self.migrations.len()
             + size_of::<OverflowRecord>() * self.overflow.len()
             + props
             + size_of::<HTable>()) as u64
     }
 
+    /// The bucket filters, read and checked on first use.
+    fn filters(&self) -> Result<&Filters> {
+        if let Some(f) = self.filters.get() {
+            return Ok(f);
+        }
+        let handle = self.footer.filter;
+        let data = read_block(&*self.file, &self.path, handle, true)?;
+        let filters = decode_filters(&data, self.footer.num_buckets).ok_or_else(|| {
+            Error::corruption(&*self.path, handle.offset, "filter block does not decode")
+        })?;
+        Ok(self.filters.get_or_init(|| filters))
+    }
+
     /// True unless the bucket filter of `bucket` rules the key out.
-    pub(super) fn filter_passes(&self, bucket: u32, hash: &KeyHash) -> bool {
-        let f = &self.filters;
+    pub(super) fn filter_passes(&self, bucket: u32, hash: &KeyHash) -> Result<bool> {
+        let f = self.filters()?;
         let b = bucket as usize;
         let (lo, hi) = (f.offsets.get(b).copied(), f.offsets.get(b + 1).copied());
         let bits = lo
             .zip(hi)
             .and_then(|(lo, hi)| f.bits.get(lo as usize..hi as usize))
             .unwrap_or_default();
-        filter_may_contain(bits, f.probes, hash)
+        Ok(filter_may_contain(bits, f.probes, hash))
     }
 
     /// The newest entry of `user_key` with `seq <= snapshot`. `hash` must be
     /// `KeyHash::of(seed, user_key)` for this table's seed. Reads one bucket after the filter
     /// passes, or the key's overflow group when the in-memory overflow index holds it.
     pub fn probe(&self, hash: &KeyHash, user_key: &[u8], snapshot: u64) -> Result<HProbe> {
+        self.probe_with(hash, user_key, snapshot, true)
+    }
+
+    /// [`HTable::probe`], asking the table's own bucket filter only if `use_filter` (false: a
+    /// BloomCluster already let the key through).
+    pub fn probe_with(
+        &self,
+        hash: &KeyHash,
+        user_key: &[u8],
+        snapshot: u64,
+        use_filter: bool,
+    ) -> Result<HProbe> {
         let c = &self.counters;
         c.probes.fetch_add(1, Ordering::Relaxed);
         let n = self.footer.num_buckets;
         let home = hash.bucket(n);
-        if !self.filter_passes(home, hash) {
+        if use_filter && !self.filter_passes(home, hash)? {
             c.filter_rejections.fetch_add(1, Ordering::Relaxed);
             return Ok(HProbe::Filtered);
         }

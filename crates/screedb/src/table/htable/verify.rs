@@ -94,7 +94,7 @@ impl HTable {
                 if here != id {
                     return Err(bad(format!("an entry belongs in bucket {here}")));
                 }
-                if !self.filter_passes(home, &h) {
+                if !self.filter_passes(home, &h)? {
                     return Err(bad(format!(
                         "an entry is missing from the filter of bucket {home}"
                     )));
@@ -123,7 +123,7 @@ impl HTable {
             let data = self.read_overflow(rec, true)?;
             let entries = self.overflow_entries(rec, &data)?;
             for e in &entries {
-                if !self.filter_passes(rec.bucket, &KeyHash::of(seed, e.user_key)) {
+                if !self.filter_passes(rec.bucket, &KeyHash::of(seed, e.user_key))? {
                     return Err(Error::corruption(
                         path,
                         rec.offset,

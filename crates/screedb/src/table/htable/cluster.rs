@@ -1,0 +1,511 @@
+//! BloomClusters (LSM-trie, section 2.4.3): the Bloom filters of a container's HTables grouped
+//! by slot, so that one page read says which of the tables may hold a key.
+//!
+//! A cluster is a side file of one HTable, its *holder*: `NNNNNN.bfc` beside `NNNNNN.sst`. The
+//! trie layout writes one with the newest table a job adds to a container of the last level,
+//! covering every table of that container (listed by number), and deletes it with its holder.
+//! Its filters are a function of the listed tables' keys only, so a cluster is right about
+//! every table it lists wherever that table sits; a table it does not list is probed with its
+//! own filters. All fixed-width integers are little-endian; the numbers are on disk and frozen.
+//!
+//! ```text
+//! cluster := page * num_pages | index | footer
+//! page    := box(first slot) .. box(last slot) | zeros | crc: u32
+//!            a page is page_bytes long, or the multiple of page_bytes that one box needs;
+//!            crc = mask(crc32c(page bytes before it ++ page number: u32))
+//! box(s)  := filter(table 0, s) .. filter(table n-1, s), tables in index order
+//! filter  := len: varint32 | bits (len bytes)   the Bloom filter (the HTable bucket filters'
+//!            bit order and probes) of the distinct user keys of that table whose slot is s;
+//!            len 0: the table holds no key of the slot
+//! slot    := KeyHash::bucket(num_slots)          the HTable bucket bits, mod num_slots
+//! index   := num_tables: u32 | table number: u64 * num_tables
+//!            | num_pages: u32 | (page offset: u64, last slot: u32) * num_pages
+//! footer  := index offset: u64 | index len: u32 | index crc: u32 | num_slots: u32
+//!            | probes: u32 | page_bytes: u32 | format_version: u32 (= 1)
+//!            | crc: u32 = mask(crc32c(footer bytes before it)) | magic: u64 = CLUSTER_MAGIC
+//! ```
+//!
+//! Pages hold consecutive slots; the index (in memory once open) maps a slot to its page, so a
+//! lookup reads one page (through the block cache) whatever the number of tables. `num_slots`
+//! is the bucket count of a full HTable, so a table's filter per slot is about as large as its
+//! filter per bucket; a cluster extended by a new table keeps its slot count.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::checksum::{crc32c, mask};
+use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
+use crate::error::{Error, Result};
+use crate::fs::{Fs, RandomAccessFile};
+use crate::iter::InternalIterator;
+use crate::table::{Block, BlockBuilder, BlockCache};
+
+use super::hash::{KeyHash, filter_add, filter_may_contain, probes_for};
+
+/// The last 8 bytes of every cluster file.
+pub const CLUSTER_MAGIC: u64 = 0x5343_5245_4542_4643; // "CFBEERCS"
+/// Bytes of the footer.
+pub const CLUSTER_FOOTER_LEN: usize = 44;
+/// The footer's `format_version`.
+const CLUSTER_FORMAT_VERSION: u32 = 1;
+/// Bytes of a page (a page one box overflows is a multiple of it).
+pub const CLUSTER_PAGE_BYTES: u32 = 4096;
+/// Block-cache ids of cluster pages: the holder's number with this bit set, so a page never
+/// shares a key with one of the holder's buckets.
+const CACHE_ID_BIT: u64 = 1 << 63;
+
+/// One table's filters by slot, as a cluster stores them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotFilters {
+    /// The table's file number.
+    pub table: u64,
+    /// The filter of each slot (`num_slots` of them; empty: no key of the table has the slot).
+    pub filters: Vec<Vec<u8>>,
+}
+
+impl SlotFilters {
+    /// The filters of table `table` whose distinct user keys hash to `hashes`, over
+    /// `num_slots` slots with `bits_per_key` bits per key (0: no filters, every key passes).
+    pub fn build(table: u64, hashes: &[KeyHash], num_slots: u32, bits_per_key: u32) -> Self {
+        let num_slots = num_slots.max(1);
+        let mut counts = vec![0u32; num_slots as usize];
+        for h in hashes {
+            counts[h.bucket(num_slots) as usize] += 1;
+        }
+        let mut filters: Vec<Vec<u8>> = counts
+            .iter()
+            .map(|&n| {
+                let bits = u64::from(n) * u64::from(bits_per_key);
+                vec![0u8; bits.div_ceil(8).max(u64::from(n.min(1))) as usize]
+            })
+            .collect();
+        let probes = probes_for(bits_per_key);
+        for h in hashes {
+            filter_add(&mut filters[h.bucket(num_slots) as usize], probes, h);
+        }
+        SlotFilters { table, filters }
+    }
+}
+
+/// Writes a cluster of `tables` (each with `num_slots` filters) to `path` and syncs it.
+/// Returns the file's size.
+pub fn write_cluster(
+    fs: &dyn Fs,
+    path: &Path,
+    num_slots: u32,
+    bits_per_key: u32,
+    tables: &[SlotFilters],
+) -> Result<u64> {
+    let probes = probes_for(bits_per_key);
+    let page_bytes = CLUSTER_PAGE_BYTES as usize;
+    let capacity = page_bytes - 4;
+    let mut out: Vec<u8> = Vec::new();
+    let mut pages: Vec<(u64, u32)> = Vec::new();
+    let mut page: Vec<u8> = Vec::with_capacity(page_bytes);
+    let mut boxed: Vec<u8> = Vec::new();
+    let mut seal = |page: &mut Vec<u8>, last_slot: u32, out: &mut Vec<u8>| {
+        let len = (page.len() + 4).div_ceil(page_bytes) * page_bytes;
+        page.resize(len - 4, 0);
+        let mut crc_input = page.clone();
+        put_u32(&mut crc_input, pages.len() as u32);
+        put_u32(page, mask(crc32c(&crc_input)));
+        pages.push((out.len() as u64, last_slot));
+        out.extend_from_slice(page);
+        page.clear();
+    };
+    for slot in 0..num_slots {
+        boxed.clear();
+        for t in tables {
+            let bits = t.filters.get(slot as usize).map_or(&[][..], Vec::as_slice);
+            put_varint32(&mut boxed, bits.len() as u32);
+            boxed.extend_from_slice(bits);
+        }
+        if !page.is_empty() && page.len() + boxed.len() > capacity {
+            seal(&mut page, slot - 1, &mut out);
+        }
+        page.extend_from_slice(&boxed);
+    }
+    seal(&mut page, num_slots.saturating_sub(1), &mut out);
+
+    let index_offset = out.len() as u64;
+    let mut index = Vec::new();
+    put_u32(&mut index, tables.len() as u32);
+    for t in tables {
+        put_u64(&mut index, t.table);
+    }
+    put_u32(&mut index, pages.len() as u32);
+    for (offset, last) in &pages {
+        put_u64(&mut index, *offset);
+        put_u32(&mut index, *last);
+    }
+    out.extend_from_slice(&index);
+    let mut footer = Vec::with_capacity(CLUSTER_FOOTER_LEN);
+    put_u64(&mut footer, index_offset);
+    put_u32(&mut footer, index.len() as u32);
+    put_u32(&mut footer, mask(crc32c(&index)));
+    put_u32(&mut footer, num_slots);
+    put_u32(&mut footer, probes);
+    put_u32(&mut footer, CLUSTER_PAGE_BYTES);
+    put_u32(&mut footer, CLUSTER_FORMAT_VERSION);
+    let crc = mask(crc32c(&footer));
+    put_u32(&mut footer, crc);
+    put_u64(&mut footer, CLUSTER_MAGIC);
+    out.extend_from_slice(&footer);
+    let mut file = fs.create(path)?;
+    file.append(&out)?;
+    file.sync()?;
+    file.finish()?;
+    Ok(out.len() as u64)
+}
+
+/// An open cluster: its index in memory, pages read on demand.
+pub struct Cluster {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    cache_id: u64,
+    num_slots: u32,
+    probes: u32,
+    tables: Vec<u64>,
+    /// (offset, last slot) of each page, by slot.
+    pages: Vec<(u64, u32)>,
+    index_offset: u64,
+    block_cache: Option<Arc<BlockCache>>,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("path", &self.path)
+            .field("tables", &self.tables)
+            .field("pages", &self.pages.len())
+            .finish()
+    }
+}
+
+impl Cluster {
+    /// Opens the cluster `file` (named `path`) of holder table `holder`; checks its footer and
+    /// index. Pages are checked as they are read.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        holder: u64,
+        block_cache: Option<Arc<BlockCache>>,
+    ) -> Result<Cluster> {
+        let size = file.size();
+        let bad = |offset: u64, reason: &str| Error::corruption(&path, offset, reason);
+        let footer_len = CLUSTER_FOOTER_LEN as u64;
+        if size < footer_len {
+            return Err(bad(0, "file too short to hold a cluster footer"));
+        }
+        let start = size - footer_len;
+        let footer = file.read_vec(start, CLUSTER_FOOTER_LEN)?;
+        let field = |at: usize| get_u32(&footer[at..]).unwrap_or_default();
+        if get_u64(&footer[36..]) != Some(CLUSTER_MAGIC) {
+            return Err(bad(start + 36, "bad cluster magic"));
+        }
+        if mask(crc32c(&footer[..32])) != field(32) {
+            return Err(bad(start + 32, "cluster footer checksum mismatch"));
+        }
+        if field(28) != CLUSTER_FORMAT_VERSION {
+            return Err(bad(start + 28, "unknown cluster format version"));
+        }
+        let index_offset = get_u64(&footer).unwrap_or_default();
+        let index_len = u64::from(field(8));
+        if index_offset.checked_add(index_len) != Some(start) {
+            return Err(bad(start, "cluster index does not end at the footer"));
+        }
+        let index = file.read_vec(index_offset, index_len as usize)?;
+        if mask(crc32c(&index)) != field(12) {
+            return Err(bad(index_offset, "cluster index checksum mismatch"));
+        }
+        let (num_slots, probes, page_bytes) = (field(16), field(20), field(24));
+        let (tables, pages) = decode_index(&index)
+            .filter(|(_, pages)| {
+                page_bytes == CLUSTER_PAGE_BYTES
+                    && num_slots > 0
+                    && pages.first().is_some_and(|p| p.0 == 0)
+                    && pages.last().is_some_and(|p| p.1 == num_slots - 1)
+                    && pages.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+                    && pages.last().is_some_and(|p| p.0 < index_offset)
+                    && pages
+                        .iter()
+                        .map(|p| p.0)
+                        .chain([index_offset])
+                        .collect::<Vec<_>>()
+                        .windows(2)
+                        .all(|w| (w[1] - w[0]).is_multiple_of(u64::from(page_bytes)))
+            })
+            .ok_or_else(|| bad(index_offset, "cluster index does not decode"))?;
+        Ok(Cluster {
+            file,
+            path: Arc::from(path),
+            cache_id: holder | CACHE_ID_BIT,
+            num_slots,
+            probes,
+            tables,
+            pages,
+            index_offset,
+            block_cache,
+        })
+    }
+
+    /// The tables the cluster covers, by file number.
+    pub fn tables(&self) -> &[u64] {
+        &self.tables
+    }
+
+    /// The number of slots.
+    pub fn num_slots(&self) -> u32 {
+        self.num_slots
+    }
+
+    /// The cluster's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes held in memory (the index).
+    pub fn metadata_bytes(&self) -> u64 {
+        (8 * self.tables.len() + 12 * self.pages.len() + size_of::<Cluster>()) as u64
+    }
+
+    /// For each table of [`Cluster::tables`], whether it may hold the key of `hash`: one page
+    /// read (or a block-cache hit).
+    pub fn may_hold(&self, hash: &KeyHash) -> Result<Vec<bool>> {
+        let slot = hash.bucket(self.num_slots);
+        let p = self.pages.partition_point(|page| page.1 < slot);
+        let page = self.page(p)?;
+        let first = p.checked_sub(1).map_or(0, |q| self.pages[q].1 + 1);
+        let mut at = 0usize;
+        for _ in first..slot {
+            for _ in &self.tables {
+                at = self.skip_filter(&page, at, p)?;
+            }
+        }
+        let mut out = Vec::with_capacity(self.tables.len());
+        for _ in &self.tables {
+            let (bits, next) = self.filter_at(&page, at, p)?;
+            out.push(filter_may_contain(bits, self.probes, hash));
+            at = next;
+        }
+        Ok(out)
+    }
+
+    /// Every table's filters (to extend the cluster with a new table, or to check it).
+    pub fn slot_filters(&self) -> Result<Vec<SlotFilters>> {
+        let mut out: Vec<SlotFilters> = self
+            .tables
+            .iter()
+            .map(|&table| SlotFilters {
+                table,
+                filters: Vec::with_capacity(self.num_slots as usize),
+            })
+            .collect();
+        for p in 0..self.pages.len() {
+            let page = self.page(p)?;
+            let first = p.checked_sub(1).map_or(0, |q| self.pages[q].1 + 1);
+            let mut at = 0usize;
+            for _ in first..=self.pages[p].1 {
+                for t in &mut out {
+                    let (bits, next) = self.filter_at(&page, at, p)?;
+                    t.filters.push(bits.to_vec());
+                    at = next;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads and checks every page.
+    pub fn verify(&self) -> Result<()> {
+        self.slot_filters().map(|_| ())
+    }
+
+    fn page_range(&self, p: usize) -> (u64, u64) {
+        let start = self.pages[p].0;
+        let end = self.pages.get(p + 1).map_or(self.index_offset, |q| q.0);
+        (start, end)
+    }
+
+    /// Page `p`'s bytes (without its checksum), checked, through the block cache.
+    fn page(&self, p: usize) -> Result<Vec<u8>> {
+        let (start, end) = self.page_range(p);
+        let key = (self.cache_id, start);
+        if let Some(cache) = &self.block_cache
+            && let Some(block) = cache.get(key)
+        {
+            let mut it = block.iter(crate::comparator::InternalKeyComparator::new(
+                crate::comparator::default_comparator(),
+            ));
+            it.seek_to_first();
+            if it.valid() {
+                return Ok(it.value().to_vec());
+            }
+        }
+        let mut buf = self.file.read_vec(start, (end - start) as usize)?;
+        let stored = buf.split_off(buf.len() - 4);
+        let mut crc_input = buf.clone();
+        put_u32(&mut crc_input, p as u32);
+        if get_u32(&stored) != Some(mask(crc32c(&crc_input))) {
+            return Err(Error::corruption(
+                &*self.path,
+                start,
+                format!("cluster page {p} checksum mismatch"),
+            ));
+        }
+        if let Some(cache) = &self.block_cache {
+            let mut b = BlockBuilder::new(1);
+            b.add(&[0u8; 8], &buf);
+            let block = Block::new(b.finish().to_vec(), Arc::clone(&self.path), start)?;
+            cache.insert(key, Arc::new(block));
+        }
+        Ok(buf)
+    }
+
+    fn filter_at<'p>(&self, page: &'p [u8], at: usize, p: usize) -> Result<(&'p [u8], usize)> {
+        let bad = || {
+            Error::corruption(
+                &*self.path,
+                self.pages[p].0 + at as u64,
+                format!("cluster page {p} has a filter past its end"),
+            )
+        };
+        let (len, n) = page.get(at..).and_then(get_varint32).ok_or_else(bad)?;
+        let end = at + n + len as usize;
+        let bits = page.get(at + n..end).ok_or_else(bad)?;
+        Ok((bits, end))
+    }
+
+    fn skip_filter(&self, page: &[u8], at: usize, p: usize) -> Result<usize> {
+        self.filter_at(page, at, p).map(|(_, next)| next)
+    }
+}
+
+type Index = (Vec<u64>, Vec<(u64, u32)>);
+
+fn decode_index(src: &[u8]) -> Option<Index> {
+    let n = get_u32(src)? as usize;
+    let mut at = 4;
+    let mut tables = Vec::with_capacity(n.min(src.len() / 8));
+    for _ in 0..n {
+        tables.push(get_u64(src.get(at..)?)?);
+        at += 8;
+    }
+    let p = get_u32(src.get(at..)?)? as usize;
+    at += 4;
+    let mut pages = Vec::with_capacity(p.min(src.len() / 12));
+    for _ in 0..p {
+        let offset = get_u64(src.get(at..)?)?;
+        let last = get_u32(src.get(at + 8..)?)?;
+        pages.push((offset, last));
+        at += 12;
+    }
+    (at == src.len()).then_some((tables, pages))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{Fs, MemFs};
+
+    fn hashes(range: std::ops::Range<u32>) -> Vec<KeyHash> {
+        range.map(|i| KeyHash::of(3, &i.to_be_bytes())).collect()
+    }
+
+    fn open(fs: &MemFs, path: &Path) -> Result<Cluster> {
+        Cluster::open(fs.open(path)?, path.to_path_buf(), 7, None)
+    }
+
+    #[test]
+    fn every_key_passes_its_tables_filter_and_few_others_do() {
+        let fs = MemFs::new();
+        let path = Path::new("/c.bfc");
+        let tables: Vec<SlotFilters> = (0..6u32)
+            .map(|t| {
+                SlotFilters::build(u64::from(t) + 10, &hashes(t * 1000..t * 1000 + 900), 97, 16)
+            })
+            .collect();
+        write_cluster(&fs, path, 97, 16, &tables).unwrap();
+        let c = open(&fs, path).unwrap();
+        assert_eq!(c.tables(), &[10, 11, 12, 13, 14, 15]);
+        assert_eq!(c.slot_filters().unwrap(), tables);
+        let mut false_positives = 0;
+        for t in 0..6u32 {
+            for (i, h) in hashes(t * 1000..t * 1000 + 900).iter().enumerate() {
+                let maybe = c.may_hold(h).unwrap();
+                assert!(maybe[t as usize], "table {t} key {i}");
+                false_positives += maybe.iter().filter(|&&m| m).count() - 1;
+            }
+        }
+        // 16 bits per key: about 0.05% per table asked.
+        assert!(false_positives < 30, "{false_positives}");
+        let missing = hashes(100_000..110_000);
+        let passed: usize = missing
+            .iter()
+            .map(|h| c.may_hold(h).unwrap().iter().filter(|&&m| m).count())
+            .sum();
+        assert!(passed < 60, "{passed}");
+    }
+
+    #[test]
+    fn a_box_larger_than_a_page_gets_a_longer_page() {
+        let fs = MemFs::new();
+        let path = Path::new("/c.bfc");
+        // 3 slots, 3000 keys each per table: 6 KB per filter.
+        let tables: Vec<SlotFilters> = (0..2u32)
+            .map(|t| SlotFilters::build(u64::from(t), &hashes(t * 9000..t * 9000 + 9000), 3, 16))
+            .collect();
+        write_cluster(&fs, path, 3, 16, &tables).unwrap();
+        let c = open(&fs, path).unwrap();
+        for h in hashes(0..9000) {
+            assert!(c.may_hold(&h).unwrap()[0]);
+        }
+        assert_eq!(c.slot_filters().unwrap(), tables);
+    }
+
+    #[test]
+    fn no_filters_let_every_key_through_and_empty_tables_none() {
+        let fs = MemFs::new();
+        let path = Path::new("/c.bfc");
+        let tables = [
+            SlotFilters::build(1, &hashes(0..50), 11, 0),
+            SlotFilters::build(2, &[], 11, 0),
+        ];
+        write_cluster(&fs, path, 11, 0, &tables).unwrap();
+        let c = open(&fs, path).unwrap();
+        assert_eq!(c.may_hold(&hashes(7..8)[0]).unwrap(), vec![true, true]);
+        let fs2 = MemFs::new();
+        let tables = [SlotFilters::build(2, &[], 11, 16)];
+        write_cluster(&fs2, path, 11, 16, &tables).unwrap();
+        let c = open(&fs2, path).unwrap();
+        assert_eq!(c.may_hold(&hashes(7..8)[0]).unwrap(), vec![false]);
+    }
+
+    #[test]
+    fn every_byte_flip_is_an_error_or_a_superset_answer() {
+        let fs = MemFs::new();
+        let path = Path::new("/c.bfc");
+        let keys = hashes(0..400);
+        let tables = [
+            SlotFilters::build(1, &keys[..200], 5, 8),
+            SlotFilters::build(2, &keys[200..], 5, 8),
+        ];
+        let size = write_cluster(&fs, path, 5, 8, &tables).unwrap() as usize;
+        let good = crate::fs::read_all(&fs, path).unwrap();
+        assert_eq!(good.len(), size);
+        for at in 0..size {
+            let mut bad = good.clone();
+            bad[at] ^= 0x20;
+            crate::fs::write_all_synced(&fs, path, &bad).unwrap();
+            let Ok(c) = open(&fs, path) else { continue };
+            for (i, h) in keys.iter().enumerate() {
+                match c.may_hold(h) {
+                    Err(e) => assert!(e.to_string().contains("c.bfc"), "{e}"),
+                    // A flip the checksums cannot see (zero padding is checked too, so none).
+                    Ok(maybe) => assert!(maybe[i / 200], "flip at {at} lost key {i}"),
+                }
+            }
+        }
+    }
+}
