@@ -113,6 +113,18 @@ fn one_thread(
     let mut meter = progress.meter();
     match b {
         Benchmark::FillSeq => write(t, shape, rng, &mut out, &mut meter, Keys::Seq, false)?,
+        Benchmark::FillUniqueRandom => {
+            let order = Permutation::new(shape.num, rng.next_u64());
+            write(
+                t,
+                shape,
+                rng,
+                &mut out,
+                &mut meter,
+                Keys::Unique(order),
+                false,
+            )?;
+        }
         Benchmark::FillRandom | Benchmark::Overwrite => {
             write(t, shape, rng, &mut out, &mut meter, Keys::Random, false)?;
         }
@@ -141,6 +153,49 @@ fn one_thread(
 enum Keys {
     Seq,
     Random,
+    /// Every number of `0..num` once, in the permutation's order.
+    Unique(Permutation),
+}
+
+/// A pseudo-random bijection of `0..n`: an invertible mix of `bits` bits (xor-shift, multiply by
+/// an odd constant, xor-shift, all modulo `2^bits`, with `2^bits >= n`), applied again while the
+/// result is `>= n` (cycle walking keeps it a bijection of `0..n`; fewer than two rounds on
+/// average, since `2^bits < 2n`).
+#[derive(Debug, Clone, Copy)]
+struct Permutation {
+    n: u64,
+    bits: u32,
+    seed: u64,
+}
+
+impl Permutation {
+    fn new(n: u64, seed: u64) -> Self {
+        let bits = (64 - n.saturating_sub(1).leading_zeros()).max(2);
+        Permutation { n, bits, seed }
+    }
+
+    fn round(&self, x: u64) -> u64 {
+        let mask = if self.bits == 64 {
+            u64::MAX
+        } else {
+            (1 << self.bits) - 1
+        };
+        let half = self.bits.div_ceil(2);
+        let mut x = (x ^ self.seed) & mask;
+        x ^= x >> half;
+        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1) & mask;
+        x ^= x >> half;
+        x = x.wrapping_mul(0xC2B2_AE3D_27D4_EB4F | 1) & mask;
+        x ^ (x >> half)
+    }
+
+    fn at(&self, i: u64) -> u64 {
+        let mut x = self.round(i);
+        while x >= self.n {
+            x = self.round(x);
+        }
+        x
+    }
 }
 
 fn write(
@@ -175,6 +230,7 @@ fn write(
             let number = match keys {
                 Keys::Seq => i + j,
                 Keys::Random => chooser.next(rng),
+                Keys::Unique(order) => order.at(i + j),
             };
             numbers.push(number);
             make_key(&mut key_buf, number, ks);
@@ -315,4 +371,21 @@ fn scan(
         last = Instant::now();
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_unique_order_is_a_permutation() {
+        for n in [1u64, 2, 3, 10, 1000, 4097] {
+            let p = super::Permutation::new(n, 77);
+            let mut seen: Vec<u64> = (0..n).map(|i| p.at(i)).collect();
+            let first: Vec<u64> = seen.iter().take(8).copied().collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n = {n}");
+            if n >= 1000 {
+                assert_ne!(first, (0..8).collect::<Vec<_>>(), "not in order");
+            }
+        }
+    }
 }

@@ -52,8 +52,8 @@ pub const DEFAULT_CACHE: usize = 32 << 20;
 #[derive(Debug, Clone, clap::Args)]
 #[command(rename_all = "snake_case")]
 pub struct BenchArgs {
-    /// Comma-separated workloads, run in order: fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readseq, readreverse, seekrandom, deleterandom, readwhilewriting,
+    /// Comma-separated workloads, run in order: fillseq, fillrandom, filluniquerandom, overwrite,
+    /// readrandom, readmissing, readseq, readreverse, seekrandom, deleterandom, readwhilewriting,
     /// seekwhilewriting, stats, ycsb_load, ycsb_a ... ycsb_f.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<String>,
@@ -95,6 +95,11 @@ pub struct BenchArgs {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "false", default_missing_value = "true")]
     pub drop_cache: bool,
+    /// Before every read workload (after `--drop_cache`), this many untimed random gets of
+    /// existing keys, in `--threads` threads: the measured reads then start from the caches a
+    /// running store has (the LSM-trie paper measures after such a warm-up). Default: 0.
+    #[arg(long, default_value_t = 0)]
+    pub warmup_reads: u64,
     /// Updates per write call.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
@@ -131,6 +136,11 @@ pub struct BenchArgs {
     /// bytes). Default: the layout's (3). Overridden by an engine spec's `c=`.
     #[arg(long)]
     pub compaction_factor: Option<f64>,
+    /// Read tables through memory maps (ScreeDB's `mmap_reads`, RocksDB's `allow_mmap_reads`).
+    /// Default: each engine's own (ScreeDB true, RocksDB false). Maps make the kernel read
+    /// around every fault, so device bytes per get are best measured with `false`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub mmap_reads: Option<bool>,
     /// Layout of levels >= 1: flsm, leveled, trie or jungle. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
     pub layout: Option<screedb::LayoutKind>,
@@ -336,6 +346,12 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
                 "false".into()
             },
         ),
+        ("warmup_reads", args.warmup_reads.to_string()),
+        (
+            "mmap_reads",
+            args.mmap_reads
+                .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
+        ),
         ("seed", args.seed.to_string()),
         ("db", dir.to_string()),
     ]
@@ -360,6 +376,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         target_file_size: args.target_file_size,
         max_bytes_for_level_base: args.max_bytes_for_level_base,
         compaction_factor: args.compaction_factor,
+        mmap_reads: args.mmap_reads,
     };
     let temp;
     let (dir, dir_label) = match &args.db {
@@ -431,6 +448,13 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
             dir: &dir,
             live: &live,
         };
+        if args.warmup_reads > 0 && b.reads() {
+            let warm = Shape {
+                reads: args.warmup_reads,
+                ..shape.clone()
+            };
+            workload::run_phase(Benchmark::ReadRandom, target, &warm, rng.next_u64(), false)?;
+        }
         let result = match workload::run_phase(b, target, &shape, rng.next_u64(), args.settle) {
             Ok(result) => result,
             // A layout that cannot serve the workload (the trie has no iterators) skips it.

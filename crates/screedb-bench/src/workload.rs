@@ -25,6 +25,9 @@ pub enum Benchmark {
     FillSeq,
     /// Writes `num` random keys into a fresh database (drawn with replacement).
     FillRandom,
+    /// Writes every key of `0..num` once, in a pseudo-random order (a seeded permutation), into
+    /// a fresh database: every later readrandom key exists (db_bench's filluniquerandom).
+    FillUniqueRandom,
     /// Writes `num` random keys over the existing database.
     Overwrite,
     /// Reads `reads` random keys (about 63% exist after a uniform fillrandom).
@@ -62,9 +65,10 @@ pub enum Benchmark {
 }
 
 /// Every benchmark with its name.
-pub const ALL: [(&str, Benchmark); 19] = [
+pub const ALL: [(&str, Benchmark); 20] = [
     ("fillseq", Benchmark::FillSeq),
     ("fillrandom", Benchmark::FillRandom),
+    ("filluniquerandom", Benchmark::FillUniqueRandom),
     ("overwrite", Benchmark::Overwrite),
     ("readrandom", Benchmark::ReadRandom),
     ("readmissing", Benchmark::ReadMissing),
@@ -108,7 +112,10 @@ impl Benchmark {
     pub fn fresh_db(self) -> bool {
         matches!(
             self,
-            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::YcsbLoad
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::FillUniqueRandom
+                | Benchmark::YcsbLoad
         )
     }
 

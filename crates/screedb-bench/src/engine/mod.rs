@@ -67,6 +67,8 @@ pub struct EngineConfig {
     pub max_bytes_for_level_base: Option<u64>,
     /// Jungle's compaction factor C (`None`: the layout's default); other layouts ignore it.
     pub compaction_factor: Option<f64>,
+    /// Read tables through memory maps (`None`: the engine's default); ScreeDB and RocksDB.
+    pub mmap_reads: Option<bool>,
 }
 
 impl EngineConfig {
@@ -83,6 +85,7 @@ impl EngineConfig {
             target_file_size: None,
             max_bytes_for_level_base: None,
             compaction_factor: None,
+            mmap_reads: None,
         }
     }
 }

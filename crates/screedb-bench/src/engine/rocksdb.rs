@@ -84,6 +84,9 @@ impl RocksDbEngine {
             Compression::Lz4 => DBCompressionType::Lz4,
         });
         opts.set_block_based_table_factory(&table);
+        if let Some(mmap) = config.mmap_reads {
+            opts.set_allow_mmap_reads(mmap);
+        }
         let db = DB::open(&opts, dir).map_err(err)?;
         let mut write_sync = WriteOptions::default();
         write_sync.set_sync(true);

@@ -35,6 +35,9 @@ impl ScreeDbEngine {
         {
             jungle.compaction_factor = c;
         }
+        if let Some(mmap) = config.mmap_reads {
+            options.mmap_reads = mmap;
+        }
         if let Some(memory) = config.memory {
             options.memory = memory;
         }

@@ -410,10 +410,10 @@ pub fn merge(
             &by_range
         }
     };
-    // Outputs in the trie's last level get their containers' BloomClusters, built from the
-    // hashes of the keys each output holds.
+    // Outputs in the trie's last level (its deepest so far, or a new one below it) get their
+    // containers' BloomClusters, built from the hashes of the keys each output holds.
     let mut key_hashes = (matches!(spec.output, OutputPlan::ByHash { .. })
-        && out + 1 == version.num_levels())
+        && out >= crate::layout::trie::deepest_level(version))
     .then(|| KeyHashes::new(seed));
     let (below, mut partition) = match spec.output {
         OutputPlan::BySize { .. } | OutputPlan::Trees { .. } => {

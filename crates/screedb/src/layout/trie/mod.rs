@@ -138,12 +138,22 @@ pub(crate) fn containers(files: &[FileRef]) -> Vec<Vec<FileRef>> {
     out
 }
 
+/// The trie's last level so far: the deepest level >= 1 holding a table (1 when none does). Its
+/// containers grow piles of up to `max_tables_per_container` tables and hold BloomClusters.
+pub(crate) fn deepest_level(version: &Version) -> usize {
+    (1..version.num_levels())
+        .rev()
+        .find(|&level| !version.files(level).is_empty())
+        .unwrap_or(1)
+}
+
 /// The newest entry of `user_key` visible at `target` (its internal key for the snapshot) in
-/// `level` (>= 1), or `None`: the key's container is probed newest table first. At the last
-/// level, the container's BloomCluster (held by its highest-numbered table, docs/lsm-trie.md)
-/// says in one page read which of the tables it covers may hold the key: those it rules out
-/// are skipped, the others are probed without their own filters; a table it does not cover is
-/// probed as at every other level. `hash` is the key's hash with the database's seed.
+/// `level` (>= 1), or `None`: the key's container is probed newest table first. When the
+/// container's highest-numbered table holds a BloomCluster (docs/lsm-trie.md; jobs write them
+/// in the last level), one page read of it says which of the tables it covers may hold the
+/// key: those it rules out are skipped, the others are probed without their own filters; a
+/// table it does not cover is probed through its own. `hash` is the key's hash with the
+/// database's seed.
 pub(crate) fn probe_level(
     version: &Version,
     tables: &TableCache,
@@ -158,9 +168,9 @@ pub(crate) fn probe_level(
         return Ok(None);
     };
     let container = &containers[i];
-    let cluster = match container.iter().max_by_key(|f| f.number) {
-        Some(holder) if level + 1 == version.num_levels() => tables.cluster(holder.number)?,
-        _ => None,
+    let cluster = match container.iter().map(|f| f.number).max() {
+        Some(holder) => tables.cluster(holder)?,
+        None => None,
     };
     let maybe = match &cluster {
         Some(c) => Some(c.may_hold(hash)?),

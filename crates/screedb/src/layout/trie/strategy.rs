@@ -5,8 +5,11 @@
 //!   the first 3 hash bits into the level-1 containers;
 //! - level `n` -> `n + 1` (`n` above the last level): a container holding `split_tables` tables
 //!   gives its `split_tables` oldest, split by the next 3 bits; nothing below is read;
-//! - the last level: a container holding more than `max_tables_per_container` tables is merged
-//!   in place, which drops shadowed versions and (nothing being older) tombstones.
+//! - the deepest level holding tables (the *last* level so far): a container holds up to
+//!   `max_tables_per_container` tables; once it holds more, its oldest `split_tables` are split
+//!   into a new level below, which becomes the last (the trie grows a level when the store
+//!   outgrows it), or, at level `num_levels - 1`, the container is merged in place, which drops
+//!   shadowed versions and (nothing being older) tombstones.
 //!
 //! Containers of one level are independent, so jobs on different containers run in parallel;
 //! inputs are registered as busy files.
@@ -50,7 +53,8 @@ impl CompactionStrategy for Trie {
 
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
         let trie = options_of(options);
-        let last = version.num_levels() - 1;
+        let max_last = version.num_levels() - 1;
+        let last = super::deepest_level(version);
         let level0 = version.files(0);
         if level0.len() >= options.l0_compaction_trigger && !busy(state, level0) {
             return merge(level0.to_vec(), 0, 1, options);
@@ -73,17 +77,23 @@ impl CompactionStrategy for Trie {
         let Some((level, _, container)) = due else {
             return Choice::DoNothing;
         };
-        if level == last {
+        if level == max_last {
             return merge(container.clone(), level, level, options);
         }
+        // Above the deepest level the trie may have, a full container of the deepest level so
+        // far deepens the trie: its oldest tables are split into a new level below, which then
+        // becomes the deepest (and the containers above it split as every upper level's do).
         // Newest first: the oldest `split_tables` are the tail.
-        let oldest = container[container.len() - trie.split_tables..].to_vec();
+        let n = trie.split_tables.min(container.len());
+        let oldest = container[container.len() - n..].to_vec();
         merge(oldest, level, level + 1, options)
     }
 
     /// The trie keeps no key order: a manual compaction covers whole levels (`start` and `end`
-    /// are not consulted). Every table of `level` is split into the level below, or merged in
-    /// place at the last level.
+    /// are not consulted). Every table of `level` is split into the level below, down to the
+    /// trie's last level so far, whose containers are merged in place (a manual compaction does
+    /// not deepen the trie: a level below would spread the data over eight times as many
+    /// containers).
     fn manual(
         &self,
         version: &Version,
@@ -96,7 +106,11 @@ impl CompactionStrategy for Trie {
         if inputs.is_empty() {
             return None;
         }
-        let output_level = (level + 1).min(version.num_levels() - 1);
+        let output_level = if level < super::deepest_level(version) {
+            level + 1
+        } else {
+            level.max(1)
+        };
         match merge(inputs, level, output_level, options) {
             Choice::Merge(spec) => Some(spec),
             Choice::DoNothing | Choice::Move { .. } => None,
