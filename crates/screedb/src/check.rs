@@ -9,8 +9,8 @@
 //! - every live table: it exists, its size is the one the manifest records, every block's
 //!   checksum, every entry's order ([`crate::table::TableReader::verify`]), and its properties agree with
 //!   its manifest entry (smallest/largest key, sequence range, entry and deletion counts);
-//! - in the trie layout, the BloomCluster of every last-level container: every page's checksum,
-//!   and no key of a table it covers that the cluster rules out;
+//! - in the trie layout, the BloomCluster of every container that has one: every page's
+//!   checksum, and no key of a table it covers that the cluster rules out;
 //! - every live WAL: older logs are read strictly, the newest may end in a torn tail (as at open);
 //!   every record must decode as a write batch and sequence numbers must increase.
 //!
@@ -329,8 +329,9 @@ fn check_wal(
     Ok(())
 }
 
-/// Checks the BloomCluster of every container of the trie's last level (see the module
-/// documentation): a cluster that rules out a key its table holds would hide that key.
+/// Checks the BloomCluster of every container that has one (held by its highest-numbered
+/// table; see the module documentation): a cluster that rules out a key its table holds would
+/// hide that key.
 fn check_clusters(
     version: &crate::version::Version,
     tables: &TableCache,
@@ -339,7 +340,8 @@ fn check_clusters(
     use crate::iter::InternalIterator;
     use crate::table::htable::KeyHash;
     let seed = version.hash_seed();
-    for container in version.runs(version.num_levels() - 1) {
+    let containers = (1..version.num_levels()).flat_map(|level| version.runs(level));
+    for container in containers {
         let Some(holder) = container.iter().map(|f| f.number).max() else {
             continue;
         };

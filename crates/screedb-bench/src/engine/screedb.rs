@@ -158,6 +158,24 @@ impl Engine for ScreeDbEngine {
             s.block_cache_misses,
             s.write_amplification()
         );
+        let h = &s.hashed_reads;
+        if h.probes > 0 || h.cluster_reads > 0 {
+            out.push_str(&format!(
+                "htable probes {}, filtered {}, bucket reads {}, overflow reads {}, cluster \
+                 pages read {}, tables ruled out by clusters {}\n",
+                h.probes,
+                h.filter_rejections,
+                h.bucket_reads,
+                h.overflow_reads,
+                h.cluster_reads,
+                h.cluster_rejections
+            ));
+        }
+        let metadata = self
+            .db
+            .property("screedb.table-metadata-bytes")
+            .unwrap_or_default();
+        out.push_str(&format!("table metadata in memory {metadata} bytes\n"));
         let memory = self.db.property("screedb.memory").unwrap_or_default();
         out.push_str(&format!("memory component {memory}\n"));
         out.push_str(&self.db.property("screedb.levels").unwrap_or_default());

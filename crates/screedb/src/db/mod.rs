@@ -366,14 +366,13 @@ impl Db {
             "screedb.levels" => Some(sv.version.describe_levels()),
             "screedb.table-metadata-bytes" => {
                 // Opens every live table (through the table cache) to ask it, and, in the trie
-                // layout, the BloomCluster each table of the last level may hold.
+                // layout, the BloomCluster each table of a level >= 1 may hold.
                 let mut bytes = 0u64;
-                let last = sv.version.num_levels() - 1;
                 let trie = sv.version.layout() == crate::LayoutKind::Trie;
                 for level in 0..sv.version.num_levels() {
                     for f in sv.version.files(level) {
                         bytes += inner.tables.get(f).ok()?.metadata_bytes();
-                        if trie && level == last {
+                        if trie && level > 0 {
                             let cluster = inner.tables.cluster(f.number).ok()?;
                             bytes += cluster.map_or(0, |c| c.metadata_bytes());
                         }
@@ -421,6 +420,7 @@ impl Db {
             s.block_cache_hits = cache.hits();
             s.block_cache_misses = cache.misses();
         }
+        s.hashed_reads = inner.tables.hashed_read_stats();
         s
     }
 

@@ -31,6 +31,9 @@ macro_rules! counters {
             pub block_cache_misses: u64,
             /// Bytes of tables written by compactions per output level (trailing zeros trimmed).
             pub compaction_bytes_written_per_level: Vec<u64>,
+            /// HTable reads since open (the trie layout): probes, filter rejections, bucket,
+            /// overflow and BloomCluster reads.
+            pub hashed_reads: crate::table::htable::HTableStats,
         }
 
         impl Counters {
@@ -233,6 +236,20 @@ impl std::fmt::Display for Stats {
             "block cache            {:>12} hits, {} misses",
             self.block_cache_hits, self.block_cache_misses
         )?;
+        let h = &self.hashed_reads;
+        if h.probes > 0 || h.cluster_reads > 0 {
+            writeln!(
+                f,
+                "htable reads           {:>12} probes, {} filtered, {} buckets, {} overflow; \
+                 {} cluster pages, {} tables ruled out by them",
+                h.probes,
+                h.filter_rejections,
+                h.bucket_reads,
+                h.overflow_reads,
+                h.cluster_reads,
+                h.cluster_rejections
+            )?;
+        }
         writeln!(f, "level  files        MiB  compacted into (MiB)")?;
         for (level, (files, bytes)) in self
             .files_per_level

@@ -18,7 +18,7 @@ use crate::fs::{Fs, RandomAccessFile};
 use crate::manifest::FileMeta;
 
 use super::block::Block;
-use super::htable::{Cluster, HTable, HashedTable};
+use super::htable::{Cluster, HTable, HTableStats, HashedTable, ReadCounters};
 use super::jungle::{NodeCache, TreeReader, TreeTable};
 use super::reader::Table;
 use super::seam::{FORMAT_TAIL_LEN, TableFormat, TableReader, format_of_tail};
@@ -115,6 +115,8 @@ pub struct TableCache {
     /// The BloomClusters of open holder tables (the trie layout), `None` for a table that holds
     /// none; keyed by the holder's number.
     clusters: Cache<u64, Option<Arc<Cluster>>>,
+    /// The read counters every HTable opened here shares, with the gets' cluster reads.
+    hashed_reads: Arc<ReadCounters>,
 }
 
 impl fmt::Debug for TableCache {
@@ -149,6 +151,7 @@ impl TableCache {
             node_cache,
             tables: Cache::new(max),
             clusters: Cache::new(max),
+            hashed_reads: Arc::default(),
         }
     }
 
@@ -190,6 +193,7 @@ impl TableCache {
             Caches {
                 blocks: self.block_cache.clone(),
                 nodes: self.node_cache.clone(),
+                hashed_reads: Some(Arc::clone(&self.hashed_reads)),
             },
         )
     }
@@ -221,6 +225,16 @@ impl TableCache {
         self.clusters.remove(&file_number);
     }
 
+    /// The read counters of every HTable opened here (and of the gets' cluster reads).
+    pub fn hashed_reads(&self) -> &ReadCounters {
+        &self.hashed_reads
+    }
+
+    /// A snapshot of [`TableCache::hashed_reads`].
+    pub fn hashed_read_stats(&self) -> HTableStats {
+        self.hashed_reads.snapshot()
+    }
+
     /// The BloomCluster table `holder` holds (`dir/{holder:06}.bfc`), or `None` when it holds
     /// none. Both answers are cached until the holder is evicted.
     pub fn cluster(&self, holder: u64) -> Result<Option<Arc<Cluster>>> {
@@ -241,6 +255,7 @@ impl TableCache {
 struct Caches {
     blocks: Option<Arc<BlockCache>>,
     nodes: Option<Arc<NodeCache>>,
+    hashed_reads: Option<Arc<ReadCounters>>,
 }
 
 /// Opens a table of any format: the magic in the last 8 bytes of its first `extent` bytes (the
@@ -293,7 +308,13 @@ fn open_reader(
             caches.blocks,
         )?)),
         TableFormat::HTable => Ok(Arc::new(HashedTable::new(
-            HTable::open(file, path, number, opts.htable.clone(), caches.blocks)?,
+            match caches.hashed_reads {
+                Some(counters) => {
+                    HTable::open(file, path, number, opts.htable.clone(), caches.blocks)?
+                        .sharing_counters(counters)
+                }
+                None => HTable::open(file, path, number, opts.htable.clone(), caches.blocks)?,
+            },
             number,
         ))),
         TableFormat::Tree => Ok(Arc::new(TreeTable::new(

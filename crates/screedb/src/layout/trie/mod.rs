@@ -21,7 +21,7 @@ pub use strategy::Trie;
 
 use crate::error::Result;
 use crate::key::SequenceNumber;
-use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH};
+use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH, ReadCounters};
 use crate::table::{Lookup, Probe, TableCache};
 use crate::version::{FileRef, Version};
 
@@ -172,8 +172,12 @@ pub(crate) fn probe_level(
         Some(holder) => tables.cluster(holder)?,
         None => None,
     };
+    let counters = tables.hashed_reads();
     let maybe = match &cluster {
-        Some(c) => Some(c.may_hold(hash)?),
+        Some(c) => {
+            ReadCounters::add(&counters.cluster_reads, 1);
+            Some(c.may_hold(hash)?)
+        }
         None => None,
     };
     let covered = |number: u64| -> Option<bool> {
@@ -190,7 +194,10 @@ pub(crate) fn probe_level(
             break;
         }
         let use_filter = match covered(f.number) {
-            Some(false) => continue,
+            Some(false) => {
+                ReadCounters::add(&counters.cluster_rejections, 1);
+                continue;
+            }
             Some(true) => false,
             None => true,
         };

@@ -64,6 +64,8 @@
 //! -> exactly one bucket read. Entries keep sequence numbers and kinds, so snapshots and
 //! deletions work.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 mod builder;
 mod cluster;
 mod engine;
@@ -207,7 +209,9 @@ pub enum HProbe {
     },
 }
 
-/// Counters of one open HTable since open (relaxed atomics inside; this is a snapshot).
+/// Read counters of HTables: of one table opened on its own, or of every table of a
+/// [`crate::table::TableCache`] (which shares one set), with the BloomCluster reads of the gets
+/// that asked them. A snapshot of [`ReadCounters`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HTableStats {
     /// Calls to [`HTable::probe`].
@@ -218,4 +222,38 @@ pub struct HTableStats {
     pub bucket_reads: u64,
     /// Overflow groups read by probes.
     pub overflow_reads: u64,
+    /// BloomCluster pages read by gets (from the block cache or the file).
+    pub cluster_reads: u64,
+    /// Tables a cluster ruled out (probes it saved).
+    pub cluster_rejections: u64,
+}
+
+/// The live counters behind [`HTableStats`] (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    pub(crate) probes: AtomicU64,
+    pub(crate) filter_rejections: AtomicU64,
+    pub(crate) bucket_reads: AtomicU64,
+    pub(crate) overflow_reads: AtomicU64,
+    pub(crate) cluster_reads: AtomicU64,
+    pub(crate) cluster_rejections: AtomicU64,
+}
+
+impl ReadCounters {
+    /// The counters now.
+    pub fn snapshot(&self) -> HTableStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        HTableStats {
+            probes: get(&self.probes),
+            filter_rejections: get(&self.filter_rejections),
+            bucket_reads: get(&self.bucket_reads),
+            overflow_reads: get(&self.overflow_reads),
+            cluster_reads: get(&self.cluster_reads),
+            cluster_rejections: get(&self.cluster_rejections),
+        }
+    }
+
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
 }

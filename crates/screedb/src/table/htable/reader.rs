@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use crate::coding::get_u32;
@@ -20,21 +20,15 @@ use crate::table::{Block, BlockBuilder, BlockCache, BlockHandle};
 use super::format::{self, Entry, HFooter, MigrationRecord, OverflowRecord};
 use super::hash::{KeyHash, MAX_FILTER_PROBES, filter_may_contain};
 use super::migration::rank_at;
-use super::{HProbe, HTABLE_FOOTER_LEN, HTableOptions, HTableProperties, HTableStats};
+use super::{
+    HProbe, HTABLE_FOOTER_LEN, HTableOptions, HTableProperties, HTableStats, ReadCounters,
+};
 
 /// The per-bucket filters, in memory.
 struct Filters {
     probes: u32,
     offsets: Vec<u32>,
     bits: Vec<u8>,
-}
-
-#[derive(Default)]
-struct Counters {
-    probes: AtomicU64,
-    filter_rejections: AtomicU64,
-    bucket_reads: AtomicU64,
-    overflow_reads: AtomicU64,
 }
 
 /// An open HTable; `Send + Sync`, shared as `Arc<HTable>`.
@@ -51,7 +45,7 @@ pub struct HTable {
     overflow: Vec<OverflowRecord>,
     block_cache: Option<Arc<BlockCache>>,
     icmp: InternalKeyComparator,
-    counters: Counters,
+    counters: Arc<ReadCounters>,
 }
 
 impl fmt::Debug for HTable {
@@ -148,7 +142,7 @@ impl HTable {
             overflow,
             block_cache,
             icmp: InternalKeyComparator::new(default_comparator()),
-            counters: Counters::default(),
+            counters: Arc::default(),
         })
     }
 
@@ -167,15 +161,15 @@ impl HTable {
         &self.path
     }
 
-    /// Counters since open (relaxed atomic counters, read here as one snapshot).
+    /// Counters since open (of every table sharing them, see [`HTable::sharing_counters`]).
     pub fn stats(&self) -> HTableStats {
-        let c = &self.counters;
-        HTableStats {
-            probes: c.probes.load(Ordering::Relaxed),
-            filter_rejections: c.filter_rejections.load(Ordering::Relaxed),
-            bucket_reads: c.bucket_reads.load(Ordering::Relaxed),
-            overflow_reads: c.overflow_reads.load(Ordering::Relaxed),
-        }
+        self.counters.snapshot()
+    }
+
+    /// The table counting its reads in `counters` (shared by the tables of one table cache).
+    pub fn sharing_counters(mut self, counters: Arc<ReadCounters>) -> HTable {
+        self.counters = counters;
+        self
     }
 
     /// Bytes of metadata held in memory: filters (once loaded), migration records, overflow
