@@ -141,6 +141,12 @@ pub struct BenchArgs {
     /// around every fault, so device bytes per get are best measured with `false`.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub mmap_reads: Option<bool>,
+    /// RocksDB: keep index and filter blocks in the block cache (`cache_index_and_filter_blocks`)
+    /// instead of the heap, so `--cache_size` bounds them. Other engines ignore it. Default:
+    /// false (RocksDB's default).
+    #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
+          default_value = "false", default_missing_value = "true")]
+    pub cache_index_and_filter_blocks: bool,
     /// Layout of levels >= 1: flsm, leveled, trie or jungle. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
     pub layout: Option<screedb::LayoutKind>,
@@ -348,6 +354,10 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
         ),
         ("warmup_reads", args.warmup_reads.to_string()),
         (
+            "cache_index_and_filter_blocks",
+            args.cache_index_and_filter_blocks.to_string(),
+        ),
+        (
             "mmap_reads",
             args.mmap_reads
                 .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
@@ -377,6 +387,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         max_bytes_for_level_base: args.max_bytes_for_level_base,
         compaction_factor: args.compaction_factor,
         mmap_reads: args.mmap_reads,
+        cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

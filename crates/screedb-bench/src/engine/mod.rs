@@ -69,6 +69,8 @@ pub struct EngineConfig {
     pub compaction_factor: Option<f64>,
     /// Read tables through memory maps (`None`: the engine's default); ScreeDB and RocksDB.
     pub mmap_reads: Option<bool>,
+    /// RocksDB: index and filter blocks in the block cache rather than the heap.
+    pub cache_index_and_filter_blocks: bool,
 }
 
 impl EngineConfig {
@@ -86,6 +88,7 @@ impl EngineConfig {
             max_bytes_for_level_base: None,
             compaction_factor: None,
             mmap_reads: None,
+            cache_index_and_filter_blocks: false,
         }
     }
 }

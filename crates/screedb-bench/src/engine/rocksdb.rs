@@ -75,6 +75,9 @@ impl RocksDbEngine {
         if config.bloom_bits > 0 {
             table.set_bloom_filter(f64::from(config.bloom_bits), false);
         }
+        if config.cache_index_and_filter_blocks {
+            table.set_cache_index_and_filter_blocks(true);
+        }
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_write_buffer_size(config.write_buffer_size);

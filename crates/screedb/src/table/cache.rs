@@ -243,7 +243,12 @@ impl TableCache {
             if !self.fs.exists(&path) {
                 return Ok(None);
             }
-            let file = self.fs.open(&path)?;
+            // Mapped like the tables (`mmap_reads`): a cluster never changes once written.
+            let file = if self.opts.mmap_reads {
+                self.fs.open_mapped(&path)?
+            } else {
+                self.fs.open(&path)?
+            };
             let cluster = Cluster::open(file, path, holder, self.block_cache.clone())?;
             Ok(Some(Arc::new(cluster)))
         })

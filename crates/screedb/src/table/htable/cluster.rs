@@ -23,6 +23,7 @@
 //! footer  := index offset: u64 | index len: u32 | index crc: u32 | num_slots: u32
 //!            | probes: u32 | page_bytes: u32 | format_version: u32 (= 1)
 //!            | crc: u32 = mask(crc32c(footer bytes before it)) | magic: u64 = CLUSTER_MAGIC
+//!            (44 bytes)
 //! ```
 //!
 //! Pages hold consecutive slots; the index (in memory once open) maps a slot to its page, so a
@@ -34,7 +35,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::checksum::{crc32c, mask};
+use crate::checksum::{crc32c, crc32c_extend, mask};
 use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RandomAccessFile};
@@ -43,8 +44,9 @@ use crate::table::{Block, BlockBuilder, BlockCache};
 
 use super::hash::{KeyHash, filter_add, filter_may_contain, probes_for};
 
-/// The last 8 bytes of every cluster file.
-pub const CLUSTER_MAGIC: u64 = 0x5343_5245_4542_4643; // "CFBEERCS"
+/// The last 8 bytes of every cluster file: the first 8 bytes of SHA-1("screedb.bloomcluster")
+/// as a big-endian integer, stored little-endian.
+pub const CLUSTER_MAGIC: u64 = 0x8fee_4eda_bde3_67a6;
 /// Bytes of the footer.
 pub const CLUSTER_FOOTER_LEN: usize = 44;
 /// The footer's `format_version`.
@@ -107,9 +109,7 @@ pub fn write_cluster(
     let mut seal = |page: &mut Vec<u8>, last_slot: u32, out: &mut Vec<u8>| {
         let len = (page.len() + 4).div_ceil(page_bytes) * page_bytes;
         page.resize(len - 4, 0);
-        let mut crc_input = page.clone();
-        put_u32(&mut crc_input, pages.len() as u32);
-        put_u32(page, mask(crc32c(&crc_input)));
+        put_u32(page, page_crc(page, pages.len()));
         pages.push((out.len() as u64, last_slot));
         out.extend_from_slice(page);
         page.clear();
@@ -344,10 +344,9 @@ impl Cluster {
             }
         }
         let mut buf = self.file.read_vec(start, (end - start) as usize)?;
-        let stored = buf.split_off(buf.len() - 4);
-        let mut crc_input = buf.clone();
-        put_u32(&mut crc_input, p as u32);
-        if get_u32(&stored) != Some(mask(crc32c(&crc_input))) {
+        let stored = get_u32(&buf[buf.len() - 4..]);
+        buf.truncate(buf.len() - 4);
+        if stored != Some(page_crc(&buf, p)) {
             return Err(Error::corruption(
                 &*self.path,
                 start,
@@ -380,6 +379,11 @@ impl Cluster {
     fn skip_filter(&self, page: &[u8], at: usize, p: usize) -> Result<usize> {
         self.filter_at(page, at, p).map(|(_, next)| next)
     }
+}
+
+/// The checksum of page `p` whose bytes before the checksum are `page`.
+fn page_crc(page: &[u8], p: usize) -> u32 {
+    mask(crc32c_extend(crc32c(page), &(p as u32).to_le_bytes()))
 }
 
 type Index = (Vec<u64>, Vec<(u64, u32)>);
