@@ -3,7 +3,8 @@
 //! A [`CompactionStrategy`] looks at a [`Version`], the options and the [`State`] of work in
 //! flight, and returns a [`Choice`]; it does no I/O and takes no lock, so strategies are unit
 //! tested on hand-built versions. [`job`] executes any choice ([`tree_job`] the merges into
-//! Jungle trees). The strategies themselves live with their layouts
+//! Jungle trees; `clusters` writes the BloomClusters of the trie's last-level containers a job
+//! adds to). The strategies themselves live with their layouts
 //! (`crate::layout::{leveled, flsm, trie, jungle}`).
 
 mod clusters;
