@@ -67,16 +67,22 @@ fn read_all(db: &Db) -> u64 {
     metadata_bytes(db)
 }
 
-#[test]
-fn gets_ask_the_clusters_and_survive_their_loss() {
-    let fs = Arc::new(MemFs::new());
-    let dir = Path::new("/db");
+/// A database in `dir` holding every key, all compacted down to the trie's last level.
+fn filled(fs: &Arc<MemFs>, dir: &Path) -> Db {
     let db = Db::open(dir, options(fs.clone())).unwrap();
     for i in 0..KEYS {
         db.put(key(i), value(i)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     db.compact_range(None, None).unwrap();
+    db
+}
+
+#[test]
+fn gets_ask_the_clusters_and_survive_their_loss() {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/db");
+    let db = filled(&fs, dir);
     let stats = db.stats();
     let levels = &stats.files_per_level;
     assert!(
@@ -131,13 +137,7 @@ fn gets_ask_the_clusters_and_survive_their_loss() {
 fn a_damaged_cluster_page_is_an_error_naming_the_file() {
     let fs = Arc::new(MemFs::new());
     let dir = Path::new("/db");
-    let db = Db::open(dir, options(fs.clone())).unwrap();
-    for i in 0..KEYS {
-        db.put(key(i), value(i)).unwrap();
-    }
-    db.compact_range(None, None).unwrap();
-    db.compact_range(None, None).unwrap();
-    db.close().unwrap();
+    filled(&fs, dir).close().unwrap();
     let name = clusters(&fs, dir).pop().unwrap();
     let path = dir.join(&name);
     let mut bytes = screedb::fs::read_all(fs.as_ref(), &path).unwrap();

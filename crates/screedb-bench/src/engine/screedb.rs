@@ -160,16 +160,7 @@ impl Engine for ScreeDbEngine {
         );
         let h = &s.hashed_reads;
         if h.probes > 0 || h.cluster_reads > 0 {
-            out.push_str(&format!(
-                "htable probes {}, filtered {}, bucket reads {}, overflow reads {}, cluster \
-                 pages read {}, tables ruled out by clusters {}\n",
-                h.probes,
-                h.filter_rejections,
-                h.bucket_reads,
-                h.overflow_reads,
-                h.cluster_reads,
-                h.cluster_rejections
-            ));
+            out.push_str(&format!("htable reads: {h}\n"));
         }
         let metadata = self
             .db

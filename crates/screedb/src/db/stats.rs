@@ -238,17 +238,7 @@ impl std::fmt::Display for Stats {
         )?;
         let h = &self.hashed_reads;
         if h.probes > 0 || h.cluster_reads > 0 {
-            writeln!(
-                f,
-                "htable reads           {:>12} probes, {} filtered, {} buckets, {} overflow; \
-                 {} cluster pages, {} tables ruled out by them",
-                h.probes,
-                h.filter_rejections,
-                h.bucket_reads,
-                h.overflow_reads,
-                h.cluster_reads,
-                h.cluster_rejections
-            )?;
+            writeln!(f, "htable reads           {h}")?;
         }
         writeln!(f, "level  files        MiB  compacted into (MiB)")?;
         for (level, (files, bytes)) in self

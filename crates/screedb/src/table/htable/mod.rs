@@ -228,6 +228,22 @@ pub struct HTableStats {
     pub cluster_rejections: u64,
 }
 
+impl std::fmt::Display for HTableStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} probes, {} filtered, {} buckets, {} overflow groups read; {} cluster pages read, \
+             {} tables ruled out by them",
+            self.probes,
+            self.filter_rejections,
+            self.bucket_reads,
+            self.overflow_reads,
+            self.cluster_reads,
+            self.cluster_rejections
+        )
+    }
+}
+
 /// The live counters behind [`HTableStats`] (relaxed atomics).
 #[derive(Debug, Default)]
 pub struct ReadCounters {
