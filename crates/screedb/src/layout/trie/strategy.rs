@@ -46,6 +46,28 @@ fn busy(state: &State, files: &[FileRef]) -> bool {
     files.iter().any(|f| state.busy_files.contains(&f.number))
 }
 
+/// True when a job on `container` (of `level`) would race one already running on a container
+/// of level `num_levels - 1` it shares tables with: a split into that level while one of its
+/// children is merged in place, or a merge in place while its parent splits into it. Each job
+/// writes the container's cluster from the tables it saw, so the later install would leave the
+/// other's tables outside the cluster (right, but probed through their own filters).
+fn races_a_merge_in_place(version: &Version, state: &State, level: usize, route: u64) -> bool {
+    let max_last = version.num_levels() - 1;
+    if level >= 1 && level + 1 == max_last {
+        version
+            .runs(max_last)
+            .iter()
+            .any(|child| child[0].route >> 3 == route && busy(state, child))
+    } else if level >= 2 && level == max_last {
+        version
+            .runs(level - 1)
+            .iter()
+            .any(|parent| parent[0].route == route >> 3 && busy(state, parent))
+    } else {
+        false
+    }
+}
+
 impl CompactionStrategy for Trie {
     fn name(&self) -> &'static str {
         "trie"
@@ -69,7 +91,10 @@ impl CompactionStrategy for Trie {
             };
             for container in version.runs(level) {
                 let over = container.len() >= limit && due.is_none_or(|d| container.len() > d.1);
-                if over && !busy(state, container) {
+                if over
+                    && !busy(state, container)
+                    && !races_a_merge_in_place(version, state, level, container[0].route)
+                {
                     due = Some((level, container.len(), container));
                 }
             }
@@ -115,5 +140,76 @@ impl CompactionStrategy for Trie {
             Choice::Merge(spec) => Some(spec),
             Choice::DoNothing | Choice::Move { .. } => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::test_support::{empty_version, file};
+    use crate::layout::LayoutKind;
+    use crate::manifest::VersionEdit;
+    use crate::version::VersionBuilder;
+
+    /// Level 2 (of 0-3) holds container 5 with two tables (due for a split into level 3);
+    /// level 3 holds its child 41 with three (due for a merge in place) and container 48 with
+    /// three.
+    fn trie_version() -> Version {
+        let base = empty_version(LayoutKind::Trie);
+        let routed = |n: u64, route: u64| crate::manifest::FileMeta {
+            route,
+            ..file(n, "a", "z", 100)
+        };
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&VersionEdit {
+            new_files: vec![
+                (2, routed(20, 5)),
+                (2, routed(21, 5)),
+                (3, routed(1, 41)),
+                (3, routed(2, 41)),
+                (3, routed(3, 41)),
+                (3, routed(4, 48)),
+                (3, routed(5, 48)),
+                (3, routed(6, 48)),
+            ],
+            ..VersionEdit::default()
+        })
+        .unwrap();
+        b.build()
+    }
+
+    fn options() -> Options {
+        Options {
+            layout: Layout::Trie(TrieOptions {
+                split_tables: 2,
+                max_tables_per_container: 2,
+                ..TrieOptions::default()
+            }),
+            num_levels: 4,
+            ..Options::default()
+        }
+    }
+
+    fn chosen_inputs(state: &State) -> Option<Vec<u64>> {
+        match Trie.choose(&trie_version(), &options(), state) {
+            Choice::Merge(spec) => Some(spec.all_inputs().map(|f| f.number).collect()),
+            Choice::DoNothing | Choice::Move { .. } => None,
+        }
+    }
+
+    #[test]
+    fn a_split_waits_for_the_merge_in_place_of_its_child() {
+        // Container 48 is being merged in place: the split of container 5 may run.
+        let mut state = State::default();
+        state.busy_files.extend([4, 5, 6]);
+        let mut split = chosen_inputs(&state).unwrap();
+        split.sort_unstable();
+        assert_eq!(split, [1, 2, 3], "the fullest free container first");
+        state.busy_files.extend([1, 2, 3]);
+        assert_eq!(chosen_inputs(&state), None, "its child 41 is being merged");
+        // The other way round: while container 5 splits, its child is not merged in place.
+        let mut state = State::default();
+        state.busy_files.extend([20, 21, 4, 5, 6]);
+        assert_eq!(chosen_inputs(&state), None);
     }
 }
