@@ -13,27 +13,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crash_common::Rng;
+use crash_common::{Rng, random_batch, seed_from};
 use screedb::check::{check_database, stored_layout};
 use screedb::fs::MemFs;
-use screedb::{
-    Db, DbIterator, JungleOptions, Layout, LayoutKind, Options, ReadOptions, WriteBatch,
-    WriteOptions,
-};
+use screedb::{Db, DbIterator, JungleOptions, Layout, LayoutKind, Options, ReadOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn seed() -> u64 {
-    let seed = std::env::var("SCREEDB_MODEL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(7, |d| d.as_nanos() as u64)
-        });
-    eprintln!("jungle_model: SCREEDB_MODEL_SEED={seed}");
-    seed
+    seed_from("SCREEDB_MODEL_SEED", "jungle_model")
 }
 
 /// Tiny trees and nodes, a low C and four levels: every mechanism of the layout runs within a
@@ -120,18 +108,7 @@ fn the_jungle_layout_matches_a_model_across_appends_rewrites_and_reopens() {
                 model.remove(&key(i));
             }
             73..=82 => {
-                let mut batch = WriteBatch::new();
-                for _ in 0..1 + rng.below(6) {
-                    let j = rng.below(keys);
-                    if rng.below(3) == 0 {
-                        batch.delete(key(j));
-                        model.remove(&key(j));
-                    } else {
-                        batch.put(key(j), value(j, step));
-                        model.insert(key(j), value(j, step));
-                    }
-                }
-                db.write(batch, &WriteOptions::default()).unwrap();
+                random_batch(&db, &mut model, &mut rng, keys, key, |j| value(j, step));
             }
             83..=90 => {
                 assert_eq!(

@@ -12,26 +12,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crash_common::Rng;
+use crash_common::{Rng, random_batch, seed_from};
 use screedb::check::{check_database, stored_layout};
 use screedb::fs::{Fs, MemFs};
-use screedb::{
-    Db, Error, Layout, LayoutKind, Options, ReadOptions, TrieOptions, WriteBatch, WriteOptions,
-};
+use screedb::{Db, Error, Layout, LayoutKind, Options, ReadOptions, TrieOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn seed() -> u64 {
-    let seed = std::env::var("SCREEDB_MODEL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(7, |d| d.as_nanos() as u64)
-        });
-    eprintln!("trie_model: SCREEDB_MODEL_SEED={seed}");
-    seed
+    seed_from("SCREEDB_MODEL_SEED", "trie_model")
 }
 
 /// Tiny tables (a few KiB of buckets), two-table piles and four levels: every mechanism of the
@@ -100,18 +89,7 @@ fn the_trie_layout_matches_a_model_across_compactions_and_reopens() {
                 model.remove(&key(i));
             }
             75..=84 => {
-                let mut batch = WriteBatch::new();
-                for _ in 0..1 + rng.below(6) {
-                    let j = rng.below(keys);
-                    if rng.below(3) == 0 {
-                        batch.delete(key(j));
-                        model.remove(&key(j));
-                    } else {
-                        batch.put(key(j), value(j, step));
-                        model.insert(key(j), value(j, step));
-                    }
-                }
-                db.write(batch, &WriteOptions::default()).unwrap();
+                random_batch(&db, &mut model, &mut rng, keys, key, |j| value(j, step));
             }
             85..=94 => {
                 assert_eq!(

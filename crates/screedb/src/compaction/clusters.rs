@@ -39,11 +39,14 @@ pub(super) fn write(
     routes.dedup();
     let containers = version.runs(spec.output_level);
     for route in routes {
-        let staying: Vec<&FileRef> = containers
+        let container: &[FileRef] = containers
             .iter()
             .find(|c| c[0].route == route)
-            .map(|c| c.iter().filter(|f| !inputs.contains(&f.number)).collect())
-            .unwrap_or_default();
+            .map_or(&[], Vec::as_slice);
+        let staying: Vec<&FileRef> = container
+            .iter()
+            .filter(|f| !inputs.contains(&f.number))
+            .collect();
         let mut filters: Vec<SlotFilters> = Vec::new();
         let mut holder = 0;
         for f in outputs.iter().filter(|f| f.route == route) {
@@ -51,10 +54,11 @@ pub(super) fn write(
             filters.push(SlotFilters::build(f.number, &keys, num_slots, bits_per_key));
             holder = holder.max(f.number);
         }
-        let previous = if staying.is_empty() {
-            Vec::new()
-        } else {
-            previous_filters(ctx, version, spec, route, num_slots)?
+        let previous = match container.iter().map(|f| f.number).max() {
+            Some(old_holder) if !staying.is_empty() => {
+                previous_filters(ctx, old_holder, num_slots)?
+            }
+            _ => Vec::new(),
         };
         for f in staying {
             match previous.iter().find(|p| p.table == f.number) {
@@ -71,23 +75,9 @@ pub(super) fn write(
     ctx.fs.sync_dir(ctx.dir)
 }
 
-/// The filters of the container's current cluster (held by its highest-numbered table), if it
-/// has one with `num_slots` slots.
-fn previous_filters(
-    ctx: &JobContext<'_>,
-    version: &Version,
-    spec: &MergeSpec,
-    route: u64,
-    num_slots: u32,
-) -> Result<Vec<SlotFilters>> {
-    let containers = version.runs(spec.output_level);
-    let Some(holder) = containers
-        .iter()
-        .find(|c| c[0].route == route)
-        .and_then(|c| c.iter().map(|f| f.number).max())
-    else {
-        return Ok(Vec::new());
-    };
+/// The filters of the cluster table `holder` (a container's highest-numbered) holds, if it
+/// holds one with `num_slots` slots.
+fn previous_filters(ctx: &JobContext<'_>, holder: u64, num_slots: u32) -> Result<Vec<SlotFilters>> {
     let cluster: Option<Arc<Cluster>> = ctx.tables.cluster(holder)?;
     match cluster {
         Some(c) if c.num_slots() == num_slots => c.slot_filters(),

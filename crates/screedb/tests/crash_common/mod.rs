@@ -54,7 +54,13 @@ impl Rng {
 
 /// The seed from `SCREEDB_CRASH_SEED`, or one from the clock. Printed so a failure can be rerun.
 pub fn seed(test: &str) -> u64 {
-    let seed = std::env::var("SCREEDB_CRASH_SEED")
+    seed_from("SCREEDB_CRASH_SEED", test)
+}
+
+/// The seed from the environment variable `var`, or one from the clock. Printed so a failure
+/// can be rerun.
+pub fn seed_from(var: &str, test: &str) -> u64 {
+    let seed = std::env::var(var)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
@@ -63,8 +69,32 @@ pub fn seed(test: &str) -> u64 {
                 .unwrap_or_default();
             t.as_nanos() as u64 ^ u64::from(std::process::id())
         });
-    eprintln!("{test}: SCREEDB_CRASH_SEED={seed}");
+    eprintln!("{test}: {var}={seed}");
     seed
+}
+
+/// Writes one batch of 1-6 random puts and deletes of keys below `keys` to `db`, and the same to
+/// `model` (a third are deletes). `key` and `value` name the test's keys and values.
+pub fn random_batch(
+    db: &Db,
+    model: &mut State,
+    rng: &mut Rng,
+    keys: u64,
+    key: impl Fn(u64) -> Vec<u8>,
+    value: impl Fn(u64) -> Vec<u8>,
+) {
+    let mut batch = WriteBatch::new();
+    for _ in 0..1 + rng.below(6) {
+        let j = rng.below(keys);
+        if rng.below(3) == 0 {
+            batch.delete(key(j));
+            model.remove(&key(j));
+        } else {
+            batch.put(key(j), value(j));
+            model.insert(key(j), value(j));
+        }
+    }
+    db.write(batch, &screedb::WriteOptions::default()).unwrap();
 }
 
 /// An environment variable read as a number, or `default`.

@@ -37,6 +37,7 @@ use std::sync::Arc;
 
 use crate::checksum::{crc32c, crc32c_extend, mask};
 use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
+use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RandomAccessFile};
 use crate::iter::InternalIterator;
@@ -171,6 +172,8 @@ pub struct Cluster {
     pages: Vec<(u64, u32)>,
     index_offset: u64,
     block_cache: Option<Arc<BlockCache>>,
+    /// Orders the one-entry blocks pages are cached as.
+    icmp: InternalKeyComparator,
 }
 
 impl fmt::Debug for Cluster {
@@ -247,6 +250,7 @@ impl Cluster {
             pages,
             index_offset,
             block_cache,
+            icmp: InternalKeyComparator::new(default_comparator()),
         })
     }
 
@@ -335,9 +339,7 @@ impl Cluster {
         if let Some(cache) = &self.block_cache
             && let Some(block) = cache.get(key)
         {
-            let mut it = block.iter(crate::comparator::InternalKeyComparator::new(
-                crate::comparator::default_comparator(),
-            ));
+            let mut it = block.iter(self.icmp.clone());
             it.seek_to_first();
             if it.valid() {
                 return Ok(it.value().to_vec());
