@@ -439,6 +439,7 @@ impl Version {
                         f.number, f.route
                     ));
                 }
+                self.check_trie_ages(level)?;
             }
             if self.layout.levels_are_disjoint() {
                 for pair in files.windows(2) {
@@ -490,6 +491,44 @@ impl Version {
                         ));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// In the trie layout, every table of a container at `level` (>= 1) is older than every
+    /// table of its parent (level 0 as a whole for level 1): a lookup stops at the first level
+    /// that has the key, so a newer version below an older one would never be read.
+    fn check_trie_ages(&self, level: usize) -> std::result::Result<(), String> {
+        let parents: Vec<&[FileRef]> = if level == 1 {
+            vec![self.files(0)]
+        } else {
+            self.runs(level - 1).iter().map(Vec::as_slice).collect()
+        };
+        for container in self.runs(level) {
+            let parent_route = container[0].route >> 3;
+            let Some(parent) = parents
+                .iter()
+                .find(|p| p.first().is_some_and(|f| f.route == parent_route))
+            else {
+                continue;
+            };
+            let (Some(child), Some(oldest_above)) = (
+                container.iter().max_by_key(|f| f.largest_seq),
+                parent.iter().min_by_key(|f| f.smallest_seq),
+            ) else {
+                continue;
+            };
+            if child.largest_seq >= oldest_above.smallest_seq {
+                return Err(format!(
+                    "table {} of level {level} (sequences up to {}) is not older than table {} \
+                     of level {} above it (sequences from {})",
+                    child.number,
+                    child.largest_seq,
+                    oldest_above.number,
+                    level - 1,
+                    oldest_above.smallest_seq
+                ));
             }
         }
         Ok(())

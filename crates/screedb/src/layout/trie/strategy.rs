@@ -68,6 +68,34 @@ fn races_a_merge_in_place(version: &Version, state: &State, level: usize, route:
     }
 }
 
+/// The tables a split of `container` (newest first) takes: its `n` oldest, and every other
+/// table whose sequence range reaches down into theirs, until each table that stays is newer
+/// than everything split.
+///
+/// A job cuts its share of one container into several tables when it is large: key-disjoint,
+/// but with overlapping sequence ranges, and ordered by their largest sequence they interleave
+/// with the next job's. The `n` oldest by largest sequence alone could then leave behind a table
+/// holding an older version of a key they hold, and the split would put the newer version below
+/// it, where a lookup (which stops at the first level that has the key) never looks. What stays
+/// is newer than everything split, so a container is newer than all its children
+/// (`Version::check_invariants` checks it).
+fn split_inputs(container: &[FileRef], n: usize) -> Vec<FileRef> {
+    let cut = container.len() - n.min(container.len());
+    let mut take = container[cut..].to_vec();
+    let mut stay = container[..cut].to_vec();
+    loop {
+        let newest_taken = take.iter().map(|f| f.largest_seq).max().unwrap_or(0);
+        let (overlapping, newer): (Vec<FileRef>, Vec<FileRef>) = stay
+            .into_iter()
+            .partition(|f| f.smallest_seq <= newest_taken);
+        if overlapping.is_empty() {
+            return take;
+        }
+        take.extend(overlapping);
+        stay = newer;
+    }
+}
+
 impl CompactionStrategy for Trie {
     fn name(&self) -> &'static str {
         "trie"
@@ -108,10 +136,12 @@ impl CompactionStrategy for Trie {
         // Above the deepest level the trie may have, a full container of the deepest level so
         // far deepens the trie: its oldest tables are split into a new level below, which then
         // becomes the deepest (and the containers above it split as every upper level's do).
-        // Newest first: the oldest `split_tables` are the tail.
-        let n = trie.split_tables.min(container.len());
-        let oldest = container[container.len() - n..].to_vec();
-        merge(oldest, level, level + 1, options)
+        merge(
+            split_inputs(container, trie.split_tables),
+            level,
+            level + 1,
+            options,
+        )
     }
 
     /// The trie keeps no key order: a manual compaction covers whole levels (`start` and `end`
@@ -195,6 +225,64 @@ mod tests {
             Choice::Merge(spec) => Some(spec.all_inputs().map(|f| f.number).collect()),
             Choice::DoNothing | Choice::Move { .. } => None,
         }
+    }
+
+    /// A level-1 container (the deepest level) of four tables, `(number, smallest seq, largest
+    /// seq)`, and level 0 above it newer than all of them.
+    fn aged_version(tables: &[(u64, u64, u64)], level0_seq: u64) -> Version {
+        let base = empty_version(LayoutKind::Trie);
+        let aged = |&(n, smallest_seq, largest_seq): &(u64, u64, u64)| {
+            let f = crate::manifest::FileMeta {
+                route: 3,
+                smallest_seq,
+                largest_seq,
+                ..file(n, "a", "z", 100)
+            };
+            (1, f)
+        };
+        let mut new_files: Vec<_> = tables.iter().map(aged).collect();
+        new_files.push((
+            0,
+            crate::manifest::FileMeta {
+                smallest_seq: level0_seq,
+                largest_seq: level0_seq,
+                ..file(99, "a", "z", 100)
+            },
+        ));
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&VersionEdit {
+            new_files,
+            ..VersionEdit::default()
+        })
+        .unwrap();
+        b.build()
+    }
+
+    #[test]
+    fn a_split_takes_every_table_whose_sequences_reach_into_the_oldest() {
+        // Tables 1 and 2 are the two oldest by largest sequence; table 3 holds sequences from
+        // 35, inside theirs (it may hold a key whose older version table 2 holds): it goes too.
+        // Table 4 is newer than all three and stays.
+        let v = aged_version(&[(1, 1, 30), (2, 20, 40), (3, 35, 80), (4, 81, 90)], 100);
+        v.check_invariants().unwrap();
+        let Choice::Merge(spec) = Trie.choose(&v, &options(), &State::default()) else {
+            panic!("the full container is not split");
+        };
+        let mut inputs: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
+        inputs.sort_unstable();
+        assert_eq!(inputs, [1, 2, 3]);
+        assert_eq!(spec.output_level, 2);
+    }
+
+    #[test]
+    fn a_container_not_older_than_its_parent_breaks_the_invariants() {
+        let err = aged_version(&[(1, 1, 30), (2, 31, 60)], 50)
+            .check_invariants()
+            .unwrap_err();
+        assert!(
+            err.contains("table 2 of level 1") && err.contains("not older"),
+            "{err}"
+        );
     }
 
     #[test]
