@@ -1,5 +1,6 @@
 //! Builds the C test program (tests/c/c_test.c) with the system C compiler against the
-//! `libscreedb.so` cargo built for this test run, and runs it.
+//! `libscreedb.so` cargo built for this test run (linked as the install script installs it), and
+//! runs it; checks the library's SONAME.
 //!
 //! Finding the library: the crate's library is also an rlib, so cargo builds it before its
 //! integration tests, and rustc emits the cdylib in the same run into the directory of the test
@@ -30,6 +31,18 @@ fn library_dir() -> PathBuf {
     deps.to_path_buf()
 }
 
+/// The library as `scripts/install-capi.sh` installs it, in `dir`: `libscreedb.so.1` (its
+/// SONAME, which programs linked against it load) and `libscreedb.so` (what `-lscreedb` finds),
+/// both links to the `libscreedb_capi.so` built for this run. Returns `dir`.
+fn installed_library(dir: &Path) -> PathBuf {
+    let built = library_dir().join(LIBRARY);
+    std::fs::create_dir_all(dir).unwrap();
+    for name in ["libscreedb.so.1", "libscreedb.so"] {
+        std::os::unix::fs::symlink(&built, dir.join(name)).unwrap();
+    }
+    dir.to_path_buf()
+}
+
 fn compile(source: &Path, out: &Path, lib_dir: &Path) {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
     let include = crate_dir().join("../../include");
@@ -43,7 +56,7 @@ fn compile(source: &Path, out: &Path, lib_dir: &Path) {
         .arg("-L")
         .arg(lib_dir)
         .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-        .arg("-lscreedb_capi")
+        .arg("-lscreedb")
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
     assert!(status.success(), "compiling {} failed", source.display());
@@ -51,8 +64,8 @@ fn compile(source: &Path, out: &Path, lib_dir: &Path) {
 
 #[test]
 fn c_test_program_passes() {
-    let lib_dir = library_dir();
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let lib_dir = installed_library(&tmp.path().join("lib"));
     let exe = tmp.path().join("c_test");
     compile(&crate_dir().join("tests/c/c_test.c"), &exe, &lib_dir);
     // cargo test puts target/<profile> on LD_LIBRARY_PATH, which wins over the rpath; a stale
@@ -69,6 +82,34 @@ fn c_test_program_passes() {
         out.status
     );
     assert!(stderr.contains("PASS"), "{stderr}");
+}
+
+/// The library carries its SONAME, and a program linked against it records that name.
+#[test]
+fn the_library_has_a_soname_and_programs_record_it() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let lib_dir = installed_library(&tmp.path().join("lib"));
+    let exe = tmp.path().join("c_test");
+    compile(&crate_dir().join("tests/c/c_test.c"), &exe, &lib_dir);
+    let dynamic = |file: &Path| {
+        let out = Command::new("readelf")
+            .arg("-d")
+            .arg(file)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run readelf (binutils): {e}"));
+        assert!(out.status.success(), "readelf -d {} failed", file.display());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let lib = dynamic(&library_dir().join(LIBRARY));
+    assert!(
+        lib.contains("(SONAME)") && lib.contains("[libscreedb.so.1]"),
+        "{lib}"
+    );
+    let program = dynamic(&exe);
+    assert!(
+        program.contains("(NEEDED)") && program.contains("[libscreedb.so.1]"),
+        "{program}"
+    );
 }
 
 /// Every function the header declares is exercised by the C test program (which also proves
