@@ -1,10 +1,10 @@
-//! `check` and `stats`: the health and the shape of a whole database.
+//! `check`, `repair` and `stats`: the health and the shape of a whole database.
 
 use std::io::Write;
 use std::path::Path;
 
 use screedb::check::check_database;
-use screedb::{Db, Memory, Options};
+use screedb::{Db, Layout, LayoutKind, Memory, Options};
 
 use crate::CliResult;
 
@@ -15,6 +15,33 @@ fn plural(n: u64, word: &str) -> String {
         (_, Some(stem)) => format!("{n} {stem}ies"),
         (_, None) => format!("{n} {word}s"),
     }
+}
+
+/// `screedb repair`: rebuilds the database in `layout` (default: the one its MANIFEST records,
+/// else the default layout); prints a summary on `out` and the full report, naming every table
+/// and block lost, on stderr.
+pub fn repair(dir: &Path, layout: Option<LayoutKind>, out: &mut dyn Write) -> CliResult {
+    let mut options = Options::default();
+    let kind = layout.unwrap_or_else(|| {
+        screedb::check::stored_layout(dir, &options).unwrap_or(options.layout.kind())
+    });
+    options.layout = Layout::with_defaults(kind);
+    let report = screedb::repair_db(dir, &options)?;
+    eprint!("{report}");
+    let lost = report.tables_lost.len() + report.tables_salvaged.len() + report.log_errors.len();
+    writeln!(
+        out,
+        "{}: repaired ({kind} layout), {} keys in {} tables{}",
+        dir.display(),
+        report.keys_written,
+        report.tables_written,
+        if lost == 0 {
+            ""
+        } else {
+            "; some data was lost (see above)"
+        }
+    )?;
+    Ok(())
 }
 
 /// `screedb check`: verifies the database and prints a summary; any problem is an error.

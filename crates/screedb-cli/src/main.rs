@@ -69,6 +69,17 @@ enum Command {
         #[arg(long)]
         db: PathBuf,
     },
+    /// Rebuild the database from the tables and logs in its directory (LevelDB's RepairDB):
+    /// damaged tables are salvaged block by block; what was lost is printed on stderr.
+    Repair {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// Layout to rebuild it in: flsm, leveled, trie or jungle. Default: the layout its
+        /// MANIFEST records, or flsm when the MANIFEST cannot be read.
+        #[arg(long, value_parser = |s: &str| s.parse::<screedb::LayoutKind>().map_err(|e| e.to_string()))]
+        layout: Option<screedb::LayoutKind>,
+    },
     /// Open the database and print its statistics and the shape of its tree.
     Stats {
         /// Database directory.
@@ -158,6 +169,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::DumpTable(args) => dump::table(&args, out),
         Command::DumpManifest(args) => dump::manifest(&args, out),
         Command::Check { db } => inspect::check(&db, out),
+        Command::Repair { db, layout } => inspect::repair(&db, layout, out),
         Command::Stats { db, memory } => inspect::stats(&db, memory, out),
         Command::Bench(bench) => bench_command(*bench, out),
         Command::Serve(args) => serve::serve(args),

@@ -1,4 +1,5 @@
-//! The `screedb` binary end to end: key-value commands, errors, dumps, check and a tiny bench.
+//! The `screedb` binary end to end: key-value commands, errors, dumps, check, repair and a tiny
+//! bench.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 use std::path::{Path, PathBuf};
@@ -208,6 +209,25 @@ fn damaged_files_give_the_engines_corruption_error() {
     let out = screedb(&["dump-wal", tmp.path().join("nope.log").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("nope.log"));
+
+    // Repair keeps the table's intact blocks and names the damaged one on stderr.
+    let out = screedb(&["repair", "--db", &db_arg(tmp.path())]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("repaired (flsm layout)") && stdout.contains("some data was lost"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("1 salvaged")
+            && stderr.contains("lost 1 blocks")
+            && stderr.contains("keys after"),
+        "{stderr}"
+    );
+    ok(&["check", "--db", &db_arg(tmp.path())]);
 }
 
 #[test]

@@ -43,5 +43,5 @@ pub use options::{
     FlsmOptions, GuardBits, JungleOptions, Layout, LayoutKind, Memory, Options, ReadOptions,
     TrieOptions, WriteOptions,
 };
-pub use repair::{RepairReport, repair_db};
+pub use repair::{RepairReport, SalvagedTable, repair_db};
 pub use write_batch::WriteBatch;

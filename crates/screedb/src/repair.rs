@@ -3,9 +3,13 @@
 //!
 //! Steps, under the database's LOCK:
 //! 1. every table (`*.sst`) is opened and read in full (every block checksum-verified); a table
-//!    that cannot be read is moved to `lost/` and its entries are lost;
-//! 2. every log (`*.log`), oldest first, is replayed into a memtable; a damaged record ends that
-//!    log (the records before it are kept);
+//!    that cannot be read is salvaged unit by unit (`table::salvage`: each data block, bucket or
+//!    overflow group whose checksum holds is kept) and moved to `lost/`; the report names every
+//!    unit lost, with its key range where the table records one. A table whose footer or index
+//!    is damaged (or a tree file) cannot be located and is lost whole, as in LevelDB;
+//! 2. every log (`*.log`), oldest first, is replayed into a memtable; a damaged region is skipped
+//!    up to the next valid fragment (`RecoveryMode::SkipDamage`) and a record that does not
+//!    decode is dropped whole, and the replay goes on: every intact record is kept;
 //! 3. the newest entry of every user key in the readable tables and logs is written to new tables
 //!    in the last level (tombstones and older versions are dropped: nothing lies below them), cut
 //!    at `target_file_size`;
@@ -19,6 +23,7 @@
 //! A crash before step 4 leaves the old state; after it, leftovers are swept at the next open.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +38,7 @@ use crate::key::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::table::salvage::{LostBlock, salvage};
 use crate::table::{
     FORMAT_TAIL_LEN, TableCache, TableFormat, TableOptions, TableReader, TableWriter,
     create_writer, find_last_commit, format_of_tail,
@@ -48,18 +54,76 @@ pub const LOST_DIR: &str = "lost";
 pub struct RepairReport {
     /// Tables read in full and merged.
     pub tables_read: usize,
-    /// Tables that could not be read, moved to `lost/`, each with the reason.
+    /// Tables that could not be read at all, moved to `lost/`, each with the reason.
     pub tables_lost: Vec<(u64, String)>,
+    /// Damaged tables whose intact blocks were kept (each moved to `lost/`).
+    pub tables_salvaged: Vec<SalvagedTable>,
     /// Logs replayed.
     pub logs_read: usize,
     /// Write batches recovered from the logs.
     pub log_batches: u64,
-    /// Logs whose replay stopped at a damaged record, each with the reason.
+    /// Damage found in the logs, by log: each skipped region or record (the replay went on
+    /// after it), a torn tail, or the I/O error that ended a replay.
     pub log_errors: Vec<(u64, String)>,
     /// Live keys written to the new tables.
     pub keys_written: u64,
     /// New tables written.
     pub tables_written: usize,
+}
+
+/// A damaged table repair kept part of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalvagedTable {
+    /// The table's file number.
+    pub table: u64,
+    /// What reading it in full reported.
+    pub damage: String,
+    /// Entries kept from its intact blocks.
+    pub entries_kept: u64,
+    /// Entries of intact blocks dropped because their key was malformed.
+    pub entries_dropped: u64,
+    /// The blocks (buckets, overflow groups) it lost.
+    pub lost: Vec<LostBlock>,
+}
+
+impl fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "repair: {} tables read, {} salvaged, {} lost; {} logs read ({} batches); \
+             {} keys written to {} tables",
+            self.tables_read,
+            self.tables_salvaged.len(),
+            self.tables_lost.len(),
+            self.logs_read,
+            self.log_batches,
+            self.keys_written,
+            self.tables_written
+        )?;
+        for s in &self.tables_salvaged {
+            writeln!(
+                f,
+                "table {:06}: damaged ({}); kept {} entries, lost {} blocks:",
+                s.table,
+                s.damage,
+                s.entries_kept,
+                s.lost.len()
+            )?;
+            for block in &s.lost {
+                writeln!(f, "  {block}")?;
+            }
+            if s.entries_dropped > 0 {
+                writeln!(f, "  {} entries with malformed keys", s.entries_dropped)?;
+            }
+        }
+        for (n, reason) in &self.tables_lost {
+            writeln!(f, "table {n:06}: lost whole: {reason}")?;
+        }
+        for (n, reason) in &self.log_errors {
+            writeln!(f, "log {n:06}: {reason}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Rebuilds the database in `path` from the tables and logs it holds (see the module comment).
@@ -125,6 +189,7 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
     let mut max_seq = 0u64;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut bad_tables = HashSet::new();
+    let salvaged = Arc::new(MemTable::new(icmp.clone()));
     for &n in &tables {
         let read = read_table(fs.as_ref(), &reader_cache, dir, n)
             .and_then(|table| Ok((table.properties().largest_seq, table.iter()?)));
@@ -134,12 +199,25 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
                 children.push(entries);
                 report.tables_read += 1;
             }
-            Err(e) => {
+            Err(damage) => {
                 bad_tables.insert(n);
-                report.tables_lost.push((n, e.to_string()));
+                let path = filename::table_file(dir, n);
+                match salvage_table(fs.as_ref(), &path, &topts, &salvaged, &mut max_seq) {
+                    Ok((kept, dropped, lost)) => report.tables_salvaged.push(SalvagedTable {
+                        table: n,
+                        damage: damage.to_string(),
+                        entries_kept: kept,
+                        entries_dropped: dropped,
+                        lost,
+                    }),
+                    Err(e) => report
+                        .tables_lost
+                        .push((n, format!("{damage}; salvage: {e}"))),
+                }
             }
         }
     }
+    children.push(Box::new(salvaged.iter()));
     let mem = Arc::new(MemTable::new(icmp.clone()));
     for &n in &logs {
         report.logs_read += 1;
@@ -228,6 +306,39 @@ fn read_table(
     Ok(table)
 }
 
+/// Salvages the damaged table `path` into `mem` (see `table::salvage`): returns the entries
+/// kept, the entries of intact blocks dropped for a malformed key, and the blocks lost.
+fn salvage_table(
+    fs: &dyn Fs,
+    path: &Path,
+    topts: &TableOptions,
+    mem: &MemTable,
+    max_seq: &mut u64,
+) -> Result<(u64, u64, Vec<LostBlock>)> {
+    let file = fs.open(path)?;
+    let size = file.size();
+    let tail_len = (FORMAT_TAIL_LEN as u64).min(size);
+    let tail = file.read_vec(size - tail_len, tail_len as usize)?;
+    let format = format_of_tail(&tail, path, size - tail_len)?;
+    let (mut kept, mut dropped) = (0u64, 0u64);
+    let lost =
+        salvage(
+            format,
+            file,
+            path,
+            &topts.htable,
+            &mut |ikey, value| match key::parse_internal_key(ikey) {
+                Some(p) => {
+                    mem.add(p.seq, p.kind, p.user_key, value);
+                    *max_seq = (*max_seq).max(p.seq);
+                    kept += 1;
+                }
+                None => dropped += 1,
+            },
+        )?;
+    Ok((kept, dropped, lost))
+}
+
 /// The bytes of table file `path` to read: the whole file, unless it ends in no known footer
 /// and holds a tree commit below its end (a tree whose last append was torn or never
 /// acknowledged): then up to its last valid commit.
@@ -242,7 +353,9 @@ fn salvage_extent(fs: &dyn Fs, path: &Path) -> Result<u64> {
     Ok(find_last_commit(&*file, path, size)?.map_or(size, |c| c.len))
 }
 
-/// Replays log `n` into `mem`; an error ends the replay (what was read before it stays).
+/// Replays log `n` into `mem`, keeping every intact record: damaged regions of the log and
+/// records that do not decode are skipped and reported in `report.log_errors`; an I/O error
+/// ends the replay.
 fn replay_log(
     fs: &dyn Fs,
     dir: &Path,
@@ -252,24 +365,48 @@ fn replay_log(
     report: &mut RepairReport,
 ) -> Result<()> {
     let path = filename::log_file(dir, n);
-    let mut reader = LogReader::new(
-        fs.open(&path)?,
-        path.clone(),
-        RecoveryMode::TolerateTornTail,
-    );
+    let mut reader = LogReader::new(fs.open(&path)?, path.clone(), RecoveryMode::SkipDamage);
     while let Some(record) = reader.read_record()? {
-        let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
-        batch.validate()?;
-        for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-            match op
-                .map_err(|reason| Error::corruption(&path, reader.last_record_offset(), reason))?
-            {
-                BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
-                BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, b""),
+        let offset = reader.last_record_offset();
+        let batch = match WriteBatch::from_record(record, &path, offset) {
+            Ok(b) => b,
+            Err(e) => {
+                report.log_errors.push((n, format!("record skipped: {e}")));
+                continue;
             }
-            *max_seq = (*max_seq).max(seq);
+        };
+        // A record is applied whole or not at all.
+        let ops: Result<Vec<(u64, BatchOp<'_>)>> = batch.validate().and_then(|()| {
+            (batch.sequence()..)
+                .zip(batch.iter())
+                .map(|(seq, op)| {
+                    op.map(|op| (seq, op))
+                        .map_err(|reason| Error::corruption(&path, offset, reason))
+                })
+                .collect()
+        });
+        match ops {
+            Ok(ops) => {
+                for (seq, op) in ops {
+                    match op {
+                        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+                        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, b""),
+                    }
+                    *max_seq = (*max_seq).max(seq);
+                }
+                report.log_batches += 1;
+            }
+            Err(e) => report.log_errors.push((n, format!("record skipped: {e}"))),
         }
-        report.log_batches += 1;
+    }
+    for s in reader.skipped() {
+        report.log_errors.push((
+            n,
+            format!("bytes {}..{} skipped: {}", s.offset, s.resumed_at, s.reason),
+        ));
+    }
+    if let Some(tail) = reader.torn_tail() {
+        report.log_errors.push((n, tail.reason.clone()));
     }
     Ok(())
 }

@@ -33,6 +33,7 @@ pub mod htable;
 mod jungle;
 mod properties;
 mod reader;
+pub mod salvage;
 mod seam;
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ mod reader;
 mod writer;
 
 pub use format::{BLOCK_SIZE, HEADER_SIZE};
-pub use reader::{LogReader, RecoveryMode, TornTail};
+pub use reader::{LogReader, RecoveryMode, SkippedRegion, TornTail};
 pub use writer::LogWriter;
 
 #[cfg(test)]
@@ -98,7 +98,11 @@ mod tests {
 
     fn round_trip(records: &[Vec<u8>]) {
         let (bytes, _) = write_log(records);
-        for mode in [RecoveryMode::Strict, RecoveryMode::TolerateTornTail] {
+        for mode in [
+            RecoveryMode::Strict,
+            RecoveryMode::TolerateTornTail,
+            RecoveryMode::SkipDamage,
+        ] {
             let got = read_all(bytes.clone(), mode);
             assert_eq!(got.len(), records.len());
             for (i, (g, r)) in got.iter().zip(records).enumerate() {
@@ -291,6 +295,65 @@ mod tests {
         assert_eq!((tail.offset, tail.dropped_bytes), (8, at - 8));
         assert!(tail.reason.contains("offset 8"), "{}", tail.reason);
         assert!(format!("{r:?}").contains("000007.log"));
+    }
+
+    /// Every record, and the regions skipped, of a [`RecoveryMode::SkipDamage`] read.
+    fn salvage(bytes: Vec<u8>) -> (Vec<Vec<u8>>, Vec<SkippedRegion>) {
+        let mut r = reader(bytes, RecoveryMode::SkipDamage);
+        let mut out = Vec::new();
+        while let Some(rec) = r.read_record().unwrap() {
+            out.push(rec);
+        }
+        (out, r.skipped().to_vec())
+    }
+
+    #[test]
+    fn skip_damage_keeps_every_intact_record_after_the_damage() {
+        // Record 2 spans three blocks; damage its middle fragment, then record 4's only one.
+        let records = vec![
+            b"first".to_vec(),
+            pattern(1000, 1),
+            pattern(2 * BLOCK_SIZE + 500, 2),
+            b"after the big one".to_vec(),
+            pattern(300, 3),
+            b"last".to_vec(),
+        ];
+        let (mut bytes, sizes) = write_log(&records);
+        bytes[BLOCK_SIZE + 100] ^= 1;
+        bytes[sizes[3] as usize + HEADER_SIZE + 10] ^= 1;
+        let (got, skipped) = salvage(bytes.clone());
+        let want: Vec<Vec<u8>> = [0, 1, 3, 5].iter().map(|&i| records[i].clone()).collect();
+        assert_eq!(got, want);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert_eq!(skipped[0].offset, sizes[1], "the cut record starts there");
+        assert!(skipped[0].reason.contains("checksum"), "{skipped:?}");
+        assert_eq!(skipped[1].offset, sizes[3]);
+        // The other modes refuse the same log.
+        expect_corruption(
+            bytes,
+            RecoveryMode::TolerateTornTail,
+            BLOCK_SIZE as u64,
+            "valid fragment",
+        );
+    }
+
+    #[test]
+    fn skip_damage_drops_fragments_out_of_order_and_goes_on() {
+        let mut log = fragment(FragmentType::Full, b"ok");
+        log.extend(fragment(FragmentType::Middle, b"orphan"));
+        log.extend(fragment(FragmentType::First, b"begun"));
+        log.extend(fragment(FragmentType::Full, b"again"));
+        log.extend(fragment(FragmentType::First, b"two"));
+        log.extend(fragment(FragmentType::Last, b" parts"));
+        let (got, skipped) = salvage(log);
+        assert_eq!(
+            got,
+            [b"ok".to_vec(), b"again".to_vec(), b"two parts".to_vec()]
+        );
+        // The orphan and the unfinished record next to it: one region of lost bytes.
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!((skipped[0].offset, skipped[0].resumed_at), (9, 34));
+        assert!(skipped[0].reason.contains("without a FIRST"), "{skipped:?}");
     }
 
     proptest! {

@@ -10,8 +10,12 @@
 //! torn tail iff no valid fragment starts anywhere after the damaged offset; the tail (and any
 //! record it cut) is dropped and reported through [`LogReader::torn_tail`]. A record whose LAST
 //! fragment is missing at the end of the file is a torn tail too. Valid fragments in an impossible
-//! order (MIDDLE or LAST without FIRST, FIRST or FULL inside a record) are corruption in both
-//! modes: they are data a writer could not have produced by being cut short.
+//! order (MIDDLE or LAST without FIRST, FIRST or FULL inside a record) are corruption in these
+//! two modes: they are data a writer could not have produced by being cut short.
+//!
+//! [`RecoveryMode::SkipDamage`] (repair only) salvages instead: damage and fragments in an
+//! impossible order are skipped, with the record they belong to, up to the next valid fragment,
+//! and reading goes on; each skipped region is reported through [`LogReader::skipped`].
 
 use std::fmt;
 use std::path::PathBuf;
@@ -29,6 +33,21 @@ pub enum RecoveryMode {
     /// Damage after which no valid fragment exists is a torn tail left by a crash mid-write: it
     /// is dropped and reported; any other damage is still an [`Error::Corruption`].
     TolerateTornTail,
+    /// Every damaged region is skipped up to the next valid fragment, and reported (repair:
+    /// the records after a damaged one are kept, as LevelDB's repair keeps them). A torn tail
+    /// is dropped as in [`RecoveryMode::TolerateTornTail`].
+    SkipDamage,
+}
+
+/// A region a [`RecoveryMode::SkipDamage`] reader skipped: the records in it are lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedRegion {
+    /// Where the skipped bytes start (the first fragment of the record they cut, if any).
+    pub offset: u64,
+    /// Where reading resumed.
+    pub resumed_at: u64,
+    /// What was found.
+    pub reason: String,
 }
 
 /// The tail a [`RecoveryMode::TolerateTornTail`] reader dropped.
@@ -73,6 +92,8 @@ pub struct LogReader {
     end_of_last_record: u64,
     last_record_offset: u64,
     torn_tail: Option<TornTail>,
+    /// Regions skipped in [`RecoveryMode::SkipDamage`].
+    skipped: Vec<SkippedRegion>,
     /// True once the end of the log has been returned.
     finished: bool,
     /// A returned error, repeated by every later call.
@@ -106,6 +127,7 @@ impl LogReader {
             end_of_last_record: 0,
             last_record_offset: 0,
             torn_tail: None,
+            skipped: Vec::new(),
             finished: false,
             failed: None,
         }
@@ -139,6 +161,11 @@ impl LogReader {
         self.torn_tail.as_ref()
     }
 
+    /// The regions [`RecoveryMode::SkipDamage`] skipped so far.
+    pub fn skipped(&self) -> &[SkippedRegion] {
+        &self.skipped
+    }
+
     fn assemble(&mut self) -> Result<Option<Vec<u8>>> {
         // The record being reassembled: offset of its FIRST fragment and the bytes so far.
         let mut partial: Option<(u64, Vec<u8>)> = None;
@@ -168,6 +195,10 @@ impl LogReader {
                         }
                         None => reason,
                     };
+                    let from = partial.take().map_or(offset, |(start, _)| start);
+                    if self.skip_to_next_fragment(from, offset, &reason)? {
+                        continue;
+                    }
                     return self.damaged(offset, offset, reason);
                 }
             };
@@ -185,14 +216,29 @@ impl LogReader {
                 }
                 (FragmentType::Middle | FragmentType::Last, None) => {
                     let reason = format!("{} fragment without a FIRST fragment", kind.name());
+                    if self.mode == RecoveryMode::SkipDamage {
+                        self.skip(offset, self.block_start + self.pos as u64, reason);
+                        continue;
+                    }
                     return Err(self.corruption(offset, reason));
                 }
                 (FragmentType::Full | FragmentType::First, Some((start, _))) => {
+                    let start = *start;
                     let reason = format!(
                         "{} fragment inside the record starting at offset {start}, \
                          which has no LAST fragment",
                         kind.name()
                     );
+                    if self.mode == RecoveryMode::SkipDamage {
+                        // The unfinished record is lost; this fragment starts the next one.
+                        let payload = payload.to_vec();
+                        self.skip(start, offset, reason);
+                        if kind == FragmentType::Full {
+                            return Ok(Some(self.complete(offset, payload)));
+                        }
+                        partial = Some((offset, payload));
+                        continue;
+                    }
                     return Err(self.corruption(offset, reason));
                 }
             }
@@ -208,6 +254,46 @@ impl LogReader {
 
     fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
         Error::corruption(self.path.clone(), offset, reason)
+    }
+
+    /// Records a skipped region; one that continues the previous (the rest of a record whose
+    /// start was damaged) extends it.
+    fn skip(&mut self, offset: u64, resumed_at: u64, reason: String) {
+        if let Some(last) = self.skipped.last_mut()
+            && last.resumed_at == offset
+        {
+            last.resumed_at = resumed_at;
+            return;
+        }
+        self.skipped.push(SkippedRegion {
+            offset,
+            resumed_at,
+            reason,
+        });
+    }
+
+    /// In [`RecoveryMode::SkipDamage`], moves to the next valid fragment after the damage at
+    /// `damage` and records the region from `from` as skipped; false when there is none (the
+    /// damage is a torn tail) or in another mode.
+    fn skip_to_next_fragment(&mut self, from: u64, damage: u64, reason: &str) -> Result<bool> {
+        if self.mode != RecoveryMode::SkipDamage {
+            return Ok(false);
+        }
+        let next = match self.find_fragment_later_in_block(damage)? {
+            Some(next) => Some(next),
+            None => self.find_valid_fragment_after(damage)?,
+        };
+        let Some(next) = next else {
+            return Ok(false);
+        };
+        let bs = BLOCK_SIZE as u64;
+        let block_start = next - next % bs;
+        load_block(&*self.file, self.file_size, block_start, &mut self.block)?;
+        self.block_start = block_start;
+        // Below BLOCK_SIZE.
+        self.pos = (next - block_start) as usize;
+        self.skip(from, next, format!("damage at offset {damage}: {reason}"));
+        Ok(true)
     }
 
     /// Handles damage reported at `offset`; valid fragments are searched for after `scan_from`.
@@ -283,6 +369,22 @@ impl LogReader {
                 },
             });
         }
+    }
+
+    /// Offset of a valid fragment after `after` in the same block, found by trying every
+    /// position (a checksum per candidate header): the nearest record after mid-block damage,
+    /// where LevelDB's reader drops the rest of the block.
+    fn find_fragment_later_in_block(&self, after: u64) -> Result<Option<u64>> {
+        let bs = BLOCK_SIZE as u64;
+        let block_start = after - after % bs;
+        let mut block = Vec::with_capacity(BLOCK_SIZE);
+        load_block(&*self.file, self.file_size, block_start, &mut block)?;
+        // Below BLOCK_SIZE.
+        let first = (after - block_start) as usize + 1;
+        let last = block.len().min(BLOCK_SIZE - HEADER_SIZE + 1);
+        Ok((first..last)
+            .find(|&pos| decode_fragment(&block, pos).is_ok())
+            .map(|pos| block_start + pos as u64))
     }
 
     /// Offset of a valid fragment (correct checksum, type 1 to 4, length inside its block and the

@@ -74,6 +74,7 @@ mod hash;
 mod iter;
 mod migration;
 mod reader;
+mod salvage;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
