@@ -131,6 +131,16 @@ impl VersionSet {
             let offset = reader.last_record_offset();
             edits.push((VersionEdit::decode(&record, &path, offset)?, offset));
         }
+        let missing =
+            |what: &str| Error::corruption(&path, 0, format!("manifest records no {what}"));
+        // The first record names the comparator and the layout: without it, the stored layout
+        // is unknown (a damaged first record is corruption, never a layout mismatch).
+        if !edits.iter().any(|(e, _)| e.comparator.is_some()) {
+            return Err(missing(
+                "comparator (its first record, which names the comparator and the layout, is \
+                 missing or damaged)",
+            ));
+        }
         // Manifests written before the layout tag existed are leveled.
         let stored = edits
             .iter()
@@ -149,10 +159,8 @@ impl VersionSet {
         );
         let mut builder = VersionBuilder::new(&base);
         let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
-        let mut seen_comparator = false;
         for (edit, offset) in edits {
             if let Some(name) = &edit.comparator {
-                seen_comparator = true;
                 if name != self.icmp.user().name() {
                     return Err(Error::ComparatorMismatch {
                         stored: name.clone(),
@@ -170,11 +178,6 @@ impl VersionSet {
             for (name, value) in edit.stats {
                 self.stats.insert(name, value);
             }
-        }
-        let missing =
-            |what: &str| Error::corruption(&path, 0, format!("manifest records no {what}"));
-        if !seen_comparator {
-            return Err(missing("comparator"));
         }
         let version = builder.build();
         version
