@@ -37,6 +37,7 @@ pub(crate) fn message(err: &Error, name: Option<&str>) -> String {
             )
         }
         Error::InvalidArgument(reason) => format!("Invalid argument: {reason}"),
+        Error::ForeignFormat { .. } => format!("Invalid argument: {err}"),
         Error::ComparatorMismatch { stored, given } => {
             format!("Invalid argument: {stored} does not match existing comparator : {given}")
         }

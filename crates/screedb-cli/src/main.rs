@@ -6,6 +6,7 @@
 
 mod dump;
 mod escape;
+mod import;
 mod inspect;
 mod kv;
 mod serve;
@@ -80,6 +81,9 @@ enum Command {
         #[arg(long, value_parser = |s: &str| s.parse::<screedb::LayoutKind>().map_err(|e| e.to_string()))]
         layout: Option<screedb::LayoutKind>,
     },
+    /// Copy the live contents of a LevelDB database into a new ScreeDB database (docs/c-api.md,
+    /// "Migrating from LevelDB").
+    Import(import::ImportArgs),
     /// Open the database and print its statistics and the shape of its tree.
     Stats {
         /// Database directory.
@@ -170,6 +174,7 @@ fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::DumpManifest(args) => dump::manifest(&args, out),
         Command::Check { db } => inspect::check(&db, out),
         Command::Repair { db, layout } => inspect::repair(&db, layout, out),
+        Command::Import(args) => import::import(&args, out),
         Command::Stats { db, memory } => inspect::stats(&db, memory, out),
         Command::Bench(bench) => bench_command(*bench, out),
         Command::Serve(args) => serve::serve(args),

@@ -2,17 +2,13 @@
 //! bench.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use common::screedb;
 
 use screedb::{Db, Options};
-
-fn screedb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_screedb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn ok(args: &[&str]) -> String {
     let out = screedb(args);

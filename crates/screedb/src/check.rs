@@ -88,7 +88,9 @@ pub fn stored_layout(dir: &Path, options: &Options) -> Result<crate::layout::Lay
         None,
     ));
     let mut versions = VersionSet::new(fs, dir.to_path_buf(), icmp, tables, options, None);
-    versions.recover()?;
+    versions
+        .recover()
+        .map_err(|e| crate::foreign::explain(options.fs.as_ref(), dir, e))?;
     Ok(versions.current().layout())
 }
 
@@ -125,7 +127,9 @@ pub fn check_database(dir: &Path, options: &Options) -> Result<CheckReport> {
         options,
         None,
     );
-    let recovered = versions.recover()?;
+    let recovered = versions
+        .recover()
+        .map_err(|e| crate::foreign::explain(options.fs.as_ref(), dir, e))?;
     let mut report = CheckReport {
         manifest: filename::manifest_file(dir, versions.manifest_number()),
         last_sequence: versions.last_sequence(),

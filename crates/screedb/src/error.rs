@@ -77,6 +77,18 @@ pub enum Error {
         given: crate::layout::LayoutKind,
     },
 
+    /// The directory holds another engine's database, which ScreeDB neither opens nor repairs
+    /// (`foreign::detect`).
+    #[error("{dir} holds a {format} database ({evidence}), not a ScreeDB one: {}", format.advice())]
+    ForeignFormat {
+        /// The database directory.
+        dir: PathBuf,
+        /// Whose format it is.
+        format: crate::foreign::ForeignFormat,
+        /// What gave it away (a file name, a magic number).
+        evidence: String,
+    },
+
     /// The database's layout cannot serve this call (the trie layout keeps no key order, so it
     /// has no iterators).
     #[error("the {layout} layout does not support {op}")]

@@ -22,6 +22,7 @@ pub mod comparator;
 mod db;
 pub mod error;
 pub mod filename;
+pub mod foreign;
 pub mod fs;
 pub mod iter;
 pub mod key;
@@ -39,6 +40,7 @@ pub mod write_batch;
 pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
+pub use foreign::{ForeignFormat, ImportReport, import_leveldb};
 pub use options::{
     FlsmOptions, GuardBits, JungleOptions, Layout, LayoutKind, Memory, Options, ReadOptions,
     TrieOptions, WriteOptions,

@@ -140,6 +140,14 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
             io::Error::new(io::ErrorKind::NotFound, "no such directory"),
         ));
     }
+    // Another engine's files are not ours to rewrite or set aside.
+    if let Some((format, evidence)) = crate::foreign::detect(fs.as_ref(), dir)? {
+        return Err(Error::ForeignFormat {
+            dir: dir.to_path_buf(),
+            format,
+            evidence,
+        });
+    }
     let _lock = fs.lock(&filename::lock_file(dir))?;
     let icmp = InternalKeyComparator::new(Arc::clone(&options.comparator));
     let kind = options.layout.kind();

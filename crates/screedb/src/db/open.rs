@@ -69,7 +69,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         Some(options.layout.kind()),
     );
     let (log_number, prev_log) = if exists {
-        let r = versions.recover()?;
+        let r = versions
+            .recover()
+            .map_err(|e| crate::foreign::explain(fs.as_ref(), dir, e))?;
         (r.log_number, r.prev_log_number)
     } else {
         (0, 0)

@@ -160,13 +160,13 @@ impl VersionSet {
         let mut builder = VersionBuilder::new(&base);
         let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
         for (edit, offset) in edits {
-            if let Some(name) = &edit.comparator {
-                if name != self.icmp.user().name() {
-                    return Err(Error::ComparatorMismatch {
-                        stored: name.clone(),
-                        given: self.icmp.user().name().to_owned(),
-                    });
-                }
+            if let Some(name) = &edit.comparator
+                && name != self.icmp.user().name()
+            {
+                return Err(Error::ComparatorMismatch {
+                    stored: name.clone(),
+                    given: self.icmp.user().name().to_owned(),
+                });
             }
             builder
                 .apply(&edit)
