@@ -137,6 +137,15 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// True for an I/O error saying the process (EMFILE) or the system (ENFILE) has no file
+    /// descriptor left.
+    pub fn is_out_of_file_descriptors(&self) -> bool {
+        const ENFILE: i32 = 23;
+        const EMFILE: i32 = 24;
+        matches!(self, Error::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(ENFILE | EMFILE)))
+    }
+
     /// The kind of the underlying I/O error, if this is an I/O error.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {

@@ -124,7 +124,10 @@ pub struct Options {
     /// default false, maps table files); LevelDB's early releases wrote their logs
     /// through maps.
     pub mmap_wal: bool,
-    /// Table readers kept open. Default: 1000. RocksDB: `max_open_files`.
+    /// Table readers kept open (the table cache's bound). Beyond it, a compaction holds one
+    /// table open per sorted run of its inputs (it opens a run's tables one at a time), and an
+    /// iterator one per run it reads; when the process runs out of descriptors, the cache lets
+    /// go of its tables and the open is tried again. Default: 1000. RocksDB: `max_open_files`.
     pub max_open_tables: usize,
     /// Bloom filter bits per key (0 disables filters). Default: 10.
     /// RocksDB: `filter_policy = NewBloomFilterPolicy(10)`.

@@ -9,6 +9,7 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
@@ -18,7 +19,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::Fs;
-use crate::iter::{InternalIterator, MergingIterator};
+use crate::iter::{self, ConcatIterator, InternalIterator, MergingIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::layout::flsm::guards;
 use crate::manifest::{FileMeta, VersionEdit};
@@ -41,8 +42,8 @@ pub struct JobContext<'a> {
     pub format: TableFormat,
     /// The application's filter, asked by merges (see [`CompactionFilter`]).
     pub compaction_filter: Option<&'a dyn CompactionFilter>,
-    /// Open tables.
-    pub tables: &'a TableCache,
+    /// Open tables (shared: a merge's inputs open their tables lazily through it).
+    pub tables: &'a Arc<TableCache>,
     /// Live snapshots, ascending.
     pub snapshots: &'a [SequenceNumber],
     /// Allocates a file number.
@@ -380,6 +381,44 @@ pub fn flush(
     Ok((outputs, stats))
 }
 
+/// The iterators a merge reads its inputs through: each level-0 table on its own, and each
+/// level >= 1 as sorted runs of disjoint tables (first fit), every run concatenated and its
+/// tables opened one at a time as the merge reaches them. A merge then holds one open table per
+/// run, not one per input: a full compaction of thousands of small tables stays within
+/// `max_open_tables` (the table cache's bound) plus its runs.
+pub(super) fn input_iterators(
+    ctx: &JobContext<'_>,
+    spec: &MergeSpec,
+    stats: &mut JobStats,
+) -> Result<Vec<Box<dyn InternalIterator>>> {
+    let tables = Arc::clone(ctx.tables);
+    let open: iter::OpenTable =
+        Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+            tables.get(f)?.iter()
+        });
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for (level, files) in &spec.inputs {
+        stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
+        if *level == 0 {
+            for f in files {
+                children.push(ctx.tables.get(f)?.iter()?);
+            }
+            continue;
+        }
+        let mut sorted = files.clone();
+        sorted.sort_by(|a, b| ctx.icmp.compare(&a.smallest, &b.smallest));
+        for run in crate::layout::disjoint_runs(ctx.icmp, &sorted) {
+            let metas: Arc<[Arc<FileMeta>]> = run.iter().map(|f| Arc::clone(f.meta())).collect();
+            children.push(Box::new(ConcatIterator::new(
+                ctx.icmp.clone(),
+                metas,
+                Arc::clone(&open),
+            )));
+        }
+    }
+    Ok(children)
+}
+
 /// Executes a merge: reads every input table, writes the survivors to the output level, and
 /// returns the edit that swaps inputs for outputs. With [`OutputPlan::ByGuards`] the outputs are cut at the
 /// output level's guards, and new guards chosen from the written keys are committed in the same
@@ -393,11 +432,7 @@ pub fn merge(
         return super::tree_job::merge(ctx, version, spec);
     }
     let mut stats = JobStats::default();
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    for file in spec.all_inputs() {
-        stats.bytes_read += file.file_size;
-        children.push(ctx.tables.get(file)?.iter()?);
-    }
+    let children = input_iterators(ctx, spec, &mut stats)?;
     let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;
     let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();

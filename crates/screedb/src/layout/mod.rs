@@ -283,6 +283,12 @@ pub(crate) fn runs_of(
     }
 }
 
+/// `files` (sorted by smallest key) as runs of disjoint tables, in key order within each run
+/// (first fit; a compaction reads each run through one concatenating iterator).
+pub(crate) fn disjoint_runs(icmp: &InternalKeyComparator, files: &[FileRef]) -> Vec<Vec<FileRef>> {
+    sorted_runs::first_fit(icmp, files)
+}
+
 /// The tables of `level` (>= 1) a point lookup of `target` (an internal key) must probe, at
 /// most one per sorted run.
 pub(crate) fn point_candidates<'v>(

@@ -178,10 +178,23 @@ impl TableCache {
     /// caching it (for `screedb check` and repair, which read each table once).
     pub fn open_uncached(&self, number: u64, extent: u64) -> Result<Arc<dyn TableReader>> {
         let path = table_file_name(&self.dir, number);
-        let file = if self.opts.mmap_reads {
-            self.fs.open_mapped(&path)?
-        } else {
-            self.fs.open(&path)?
+        let open = || {
+            if self.opts.mmap_reads {
+                self.fs.open_mapped(&path)
+            } else {
+                self.fs.open(&path)
+            }
+        };
+        // Out of descriptors: let go of the cached tables (those no reader holds close) and try
+        // once more, rather than fail a read or a compaction (which would make the database
+        // read-only) while the cache holds hundreds of idle files.
+        let file = match open() {
+            Err(e) if e.is_out_of_file_descriptors() => {
+                self.tables.clear();
+                self.clusters.clear();
+                open()?
+            }
+            other => other?,
         };
         open_reader(
             file,

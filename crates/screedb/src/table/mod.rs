@@ -23,6 +23,8 @@ mod block_builder;
 mod block_search;
 mod builder;
 mod cache;
+#[cfg(test)]
+mod cache_tests;
 mod compression;
 #[cfg(test)]
 mod conformance_tests;
