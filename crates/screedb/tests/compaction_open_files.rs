@@ -16,6 +16,19 @@ fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
+fn tables(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sst")
+        })
+        .count()
+}
+
 #[test]
 fn a_full_compaction_of_dense_guards_stays_within_max_open_tables() {
     let dir = tempfile::tempdir().unwrap();
@@ -42,16 +55,7 @@ fn a_full_compaction_of_dense_guards_stays_within_max_open_tables() {
     }
     db.flush().unwrap();
     let baseline = open_descriptors();
-    let tables_before = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count();
+    let tables_before = tables(dir.path());
 
     let peak = AtomicUsize::new(baseline);
     let done = AtomicBool::new(false);
@@ -65,16 +69,7 @@ fn a_full_compaction_of_dense_guards_stays_within_max_open_tables() {
         db.compact_range(None, None).unwrap();
         done.store(true, Ordering::Relaxed);
     });
-    let tables_after = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "sst")
-        })
-        .count();
+    let tables_after = tables(dir.path());
     let peak = peak.load(Ordering::Relaxed);
     eprintln!(
         "{peak} descriptors at most (baseline {baseline}); {tables_before} -> {tables_after} tables"
