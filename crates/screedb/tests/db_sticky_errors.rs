@@ -261,7 +261,12 @@ fn write_failure_in_a_background_flush(name: &str, layout: &Layout) {
         seen_table |= msg.contains(".sst");
         seen_manifest |= msg.contains("MANIFEST");
         assert_writes_refused_reads_work(&db, &expected);
-        drop(db);
+        // Close reports the background failure, not success.
+        let closed = db.close().unwrap_err().to_string();
+        assert!(
+            msg.ends_with(&closed),
+            "layout {name}, n={n}: close said {closed}"
+        );
         assert_reopened(&fault, quiet_options(&fault, layout), &expected, None);
         n += 1;
     }

@@ -450,7 +450,8 @@ impl Db {
     }
 
     /// Stops background work and closes the database. Writes made without `sync` are in the
-    /// WAL (handed to the OS); they are recovered at the next open.
+    /// WAL (handed to the OS); they are recovered at the next open. Returns the first background
+    /// failure (a flush or compaction that could not write) if one made the database read-only.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -472,16 +473,18 @@ impl Db {
         if let Some(wal) = st.wal.as_mut() {
             result = wal.finish();
         }
-        // Record the counters so write amplification survives the restart.
-        if st.bg_error.is_none() {
-            let edit = crate::manifest::VersionEdit {
-                stats: inner.counters.persisted(),
-                ..Default::default()
-            };
-            let r = st.versions.log_and_apply(edit);
-            result = result.and(r);
+        // A background failure made the database read-only: close reports it (the first one),
+        // as the writes refused since did.
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
         }
-        result
+        // Record the counters so write amplification survives the restart.
+        let edit = crate::manifest::VersionEdit {
+            stats: inner.counters.persisted(),
+            ..Default::default()
+        };
+        let r = st.versions.log_and_apply(edit);
+        result.and(r)
     }
 }
 
