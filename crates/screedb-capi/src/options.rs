@@ -149,7 +149,8 @@ pub struct leveldb_env_t {
 }
 
 /// `leveldb_logger_t`: the C API cannot create one; `leveldb_options_set_info_log` accepts NULL
-/// or a pointer from elsewhere and ignores it (ScreeDB keeps no info log).
+/// or a pointer from elsewhere and ignores it: the info log is always the `LOG` file in the
+/// database directory, LevelDB's default (docs/info-log.md).
 #[derive(Debug)]
 pub struct leveldb_logger_t {
     _private: (),

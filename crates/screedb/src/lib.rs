@@ -24,6 +24,7 @@ pub mod error;
 pub mod filename;
 pub mod foreign;
 pub mod fs;
+pub mod info_log;
 pub mod iter;
 pub mod key;
 pub mod layout;
@@ -41,6 +42,7 @@ pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use foreign::{ForeignFormat, ImportReport, import_leveldb};
+pub use info_log::{InfoLog, Logger};
 pub use options::{
     FlsmOptions, GuardBits, JungleOptions, Layout, LayoutKind, Memory, Options, ReadOptions,
     TrieOptions, WriteOptions,

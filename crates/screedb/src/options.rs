@@ -172,6 +172,11 @@ pub struct Options {
     /// Asked by compactions whether to drop the newest value of a key (see
     /// [`crate::compaction::CompactionFilter`]). Default: `None`. RocksDB: `compaction_filter`.
     pub compaction_filter: Option<Arc<dyn crate::compaction::CompactionFilter>>,
+    /// Where the info log goes (docs/info-log.md): opens, recovery, options, flushes,
+    /// compactions, write stalls and background errors, one line each. Default: the file `LOG`
+    /// in the database directory, rotated to `LOG.old` at each open and at 4 MiB.
+    /// [`crate::InfoLog::Off`] turns it off. RocksDB: `info_log`, `max_log_file_size`.
+    pub info_log: crate::info_log::InfoLog,
 }
 
 impl Default for Options {
@@ -209,6 +214,7 @@ impl Default for Options {
             hard_pending_compaction_bytes: 256 << 30,
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,
+            info_log: crate::info_log::InfoLog::default(),
         }
     }
 }
@@ -247,6 +253,7 @@ impl fmt::Debug for Options {
             .field("num_levels", &self.num_levels)
             .field("target_file_size", &self.target_file_size)
             .field("max_background_jobs", &self.max_background_jobs)
+            .field("info_log", &self.info_log)
             .finish_non_exhaustive()
     }
 }

@@ -33,6 +33,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::fs::{self, Fs};
+use crate::info_log::{InfoLogger, info};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, ValueKind};
 use crate::manifest::{FileMeta, VersionEdit};
@@ -289,6 +290,10 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
         move_to(fs.as_ref(), &filename::manifest_file(dir, n), &lost)?;
     }
     fs.sync_dir(dir)?;
+    let log = InfoLogger::open(&options.info_log, &fs, dir);
+    for line in report.to_string().lines() {
+        info!(log, "{line}");
+    }
     Ok(report)
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::stats::Counters;
 use super::write::switch_memtable_as_leader;
@@ -16,7 +16,8 @@ use super::{DbInner, DbState};
 use crate::compaction::{Choice, MergeSpec, job, key_range};
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::manifest::VersionEdit;
+use crate::info_log::info;
+use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::Layout;
 use crate::sync::{lock, wait, wait_timeout};
 use std::sync::MutexGuard;
@@ -77,8 +78,23 @@ pub(super) fn seek_threshold_crossed(inner: &DbInner) {
 }
 
 fn set_error(inner: &DbInner, st: &mut DbState, e: Error) {
+    if st.bg_error.is_none() {
+        info!(
+            inner.info_log,
+            "background error (the database is read-only until reopened): {e}"
+        );
+    }
     st.bg_error.get_or_insert(e);
     inner.bg_cv.notify_all();
+}
+
+/// `[#12 (1804311 bytes) #13 (...)]`: tables as the info log names them.
+fn tables_line<'a>(files: impl IntoIterator<Item = &'a FileMeta>) -> String {
+    let names: Vec<String> = files
+        .into_iter()
+        .map(|f| format!("#{} ({} bytes)", f.number, f.file_size))
+        .collect();
+    format!("[{}]", names.join(" "))
 }
 
 fn job_context<'a>(
@@ -119,6 +135,7 @@ fn flush_oldest<'a>(
     let alloc = || lock(&inner.state).versions.new_file_number();
     let ctx = job_context(inner, &snapshots, &alloc);
     let mut it = mem.iter();
+    let started = Instant::now();
     let result = job::flush(&ctx, &mut it);
 
     let mut st = lock(&inner.state);
@@ -136,8 +153,15 @@ fn flush_oldest<'a>(
             Counters::add(&inner.counters.flush_bytes_written, stats.bytes_written);
             Counters::add(&inner.counters.flushes, 1);
             edit.stats = inner.counters.persisted();
+            let line = tables_line(edit.new_files.iter().map(|(_, f)| f));
             match st.versions.log_and_apply(edit) {
                 Ok(()) => {
+                    info!(
+                        inner.info_log,
+                        "flush: {} bytes of memtable -> level 0 {line} in {} ms",
+                        mem.approximate_memory_usage(),
+                        started.elapsed().as_millis()
+                    );
                     let done = st.imms.pop_front();
                     inner.install_super_version(&st);
                     if let Some(done) = done {
@@ -183,6 +207,12 @@ fn run_choice<'a>(
             let result = st.versions.log_and_apply(edit);
             match &result {
                 Ok(()) => {
+                    info!(
+                        inner.info_log,
+                        "moved #{} ({} bytes) from L{from_level} to L{to_level}",
+                        file.number,
+                        file.file_size
+                    );
                     set_pointer(&mut st, from_level, file.largest_user_key());
                     inner.install_super_version(&st);
                 }
@@ -224,6 +254,17 @@ fn run_merge<'a>(
     let snapshots = inner.snapshots.sequences();
     let alloc = || lock(&inner.state).versions.new_file_number();
     let ctx = job_context(inner, &snapshots, &alloc);
+    let started = Instant::now();
+    let inputs_line: Vec<String> = spec
+        .inputs
+        .iter()
+        .map(|(level, files)| {
+            format!(
+                "L{level} {}",
+                tables_line(files.iter().map(|f| f.meta().as_ref()))
+            )
+        })
+        .collect();
     let result = job::merge(&ctx, &version, &spec);
 
     // Let go of the inputs before the edit is installed, so they are deleted as soon as the old
@@ -286,7 +327,18 @@ fn run_merge<'a>(
             );
         }
         edit.stats = inner.counters.persisted();
-        st.versions.log_and_apply(edit)
+        let outputs = tables_line(edit.new_files.iter().map(|(_, f)| f));
+        st.versions.log_and_apply(edit)?;
+        info!(
+            inner.info_log,
+            "{}compaction: {} -> L{output_level} {outputs}: read {} bytes, wrote {} in {} ms",
+            if seek { "seek " } else { "" },
+            inputs_line.join(" + "),
+            stats.bytes_read,
+            stats.bytes_written,
+            started.elapsed().as_millis()
+        );
+        Ok(())
     });
     match &result {
         Ok(()) => {

@@ -34,6 +34,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::fs::{FileLock, Fs};
+use crate::info_log::{self, InfoLogger, info};
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator, OpenTable};
 use crate::key;
 use crate::manifest::FileMeta;
@@ -99,6 +100,7 @@ pub(crate) struct DbInner {
     snapshots: Arc<SnapshotList>,
     counters: Counters,
     shutting_down: AtomicBool,
+    info_log: InfoLogger,
     _lock: Box<dyn FileLock>,
 }
 
@@ -157,6 +159,11 @@ impl Db {
             match filename::parse(&name) {
                 Some(FileKind::Lock) | None => {}
                 Some(_) => fs.remove(&dir.join(&name))?,
+            }
+        }
+        for log in [info_log::log_file(dir), info_log::old_log_file(dir)] {
+            if fs.exists(&log) {
+                fs.remove(&log)?;
             }
         }
         drop(guard);
@@ -476,8 +483,10 @@ impl Db {
         // A background failure made the database read-only: close reports it (the first one),
         // as the writes refused since did.
         if let Some(e) = &st.bg_error {
+            info!(inner.info_log, "closing after a background error: {e}");
             return Err(e.clone());
         }
+        info!(inner.info_log, "closing");
         // Record the counters so write amplification survives the restart.
         let edit = crate::manifest::VersionEdit {
             stats: inner.counters.persisted(),

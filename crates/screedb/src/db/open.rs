@@ -21,6 +21,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::fs::Fs;
+use crate::info_log::{InfoLogger, info};
 use crate::manifest::{FileMeta, VersionEdit, end_checksum};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -76,6 +77,18 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     } else {
         (0, 0)
     };
+    // The directory is a ScreeDB database (recovered, or about to be created): its info log
+    // starts here. (Not earlier: another engine's directory keeps its own LOG untouched.)
+    let info_log = InfoLogger::open(&options.info_log, &fs, dir);
+    info!(
+        info_log,
+        "{} {} ({} layout, {} memory)",
+        if exists { "opening" } else { "creating" },
+        dir.display(),
+        options.layout.kind(),
+        format!("{:?}", options.memory).to_lowercase()
+    );
+    info!(info_log, "options: {options:?}");
     // Tables of a hashed layout are written with the database's seed (readers take each
     // table's own).
     table_options.htable.hash_seed = versions.current().hash_seed();
@@ -138,6 +151,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut mem = Arc::new(MemTable::new(icmp.clone()));
     let mut new_files: Vec<FileMeta> = Vec::new();
     let mut max_seq = versions.last_sequence();
+    let mut replayed_batches = 0u64;
     for (i, &n) in logs.iter().enumerate() {
         let path = filename::log_file(dir, n);
         let mode = if i + 1 == logs.len() {
@@ -149,6 +163,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         while let Some(record) = reader.read_record()? {
             let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
             insert(&mem, &batch);
+            replayed_batches += 1;
             if batch.count() > 0 {
                 max_seq = max_seq.max(batch.sequence() + u64::from(batch.count()) - 1);
             }
@@ -156,6 +171,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 new_files.extend(job::flush(&ctx, &mut mem.iter())?.0);
                 mem = Arc::new(MemTable::new(icmp.clone()));
             }
+        }
+        if let Some(tail) = reader.torn_tail() {
+            info!(info_log, "log {n:06}: {}", tail.reason);
         }
     }
     if !mem.is_empty() {
@@ -182,7 +200,31 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     edit.new_files = new_files.into_iter().map(|f| (0, f)).collect();
     edit.stats = counters.persisted();
+    let tables_written = edit.new_files.len();
     versions.log_and_apply(edit)?;
+    let current = versions.current();
+    let levels: Vec<String> = (0..current.num_levels())
+        .filter(|&l| !current.files(l).is_empty())
+        .map(|l| {
+            format!(
+                "L{l} {} tables {} bytes",
+                current.files(l).len(),
+                current.level_bytes(l)
+            )
+        })
+        .collect();
+    info!(
+        info_log,
+        "recovered: {} logs replayed ({replayed_batches} batches), {tables_written} tables \
+         written to level 0, last sequence {max_seq}; levels: {}",
+        logs.len(),
+        if levels.is_empty() {
+            "empty".to_owned()
+        } else {
+            levels.join(", ")
+        }
+    );
+    drop(current);
     let wal = create_wal(fs.as_ref(), &options, dir, wal_number)?;
     fs.sync_dir(dir)?;
 
@@ -236,6 +278,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         counters,
         shutting_down: AtomicBool::new(false),
+        info_log,
         _lock: lock,
         options,
     })

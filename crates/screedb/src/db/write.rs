@@ -260,6 +260,7 @@ pub(super) fn make_room_for_write<'a>(
                 &inner.counters.stall_micros,
                 start.elapsed().as_micros() as u64,
             );
+            report_stalls(inner);
             continue;
         }
         let empty = st.mem.is_empty();
@@ -280,6 +281,7 @@ pub(super) fn make_room_for_write<'a>(
                 &inner.counters.stall_micros,
                 start.elapsed().as_micros() as u64,
             );
+            report_stalls(inner);
             continue;
         }
         if let Err(e) = switch_memtable(inner, &mut st) {
@@ -287,6 +289,16 @@ pub(super) fn make_room_for_write<'a>(
         }
         force = false;
     }
+}
+
+/// Hands the stall counters to the info log, which reports them at most every ten seconds.
+fn report_stalls(inner: &DbInner) {
+    let c = &inner.counters;
+    inner.info_log.stalls([
+        c.stall_slowdowns.load(Ordering::Relaxed),
+        c.stall_stops.load(Ordering::Relaxed),
+        c.stall_micros.load(Ordering::Relaxed),
+    ]);
 }
 
 /// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`.
