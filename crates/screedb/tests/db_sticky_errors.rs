@@ -25,6 +25,8 @@ fn quiet_options(fault: &FaultFs, layout: &Layout) -> Options {
         fs: Arc::new(fault.clone()),
         layout: layout.clone(),
         write_buffer_size: 4 << 20,
+        // Fault positions count the database's own writes, not LOG lines.
+        info_log: screedb::InfoLog::Off,
         ..Options::default()
     }
 }

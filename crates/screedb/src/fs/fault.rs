@@ -69,10 +69,19 @@ pub struct FaultStats {
 }
 
 /// A fault-injecting, crash-simulating wrapper around another [`Fs`]. Clones share state.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct FaultFs {
     inner: Arc<dyn Fs>,
     state: Arc<Mutex<FaultState>>,
+}
+
+/// The wrapped file system, not the tracked contents (an options dump must stay small).
+impl fmt::Debug for FaultFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultFs")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FaultFs {

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
+use std::fmt;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
@@ -21,9 +22,20 @@ use crate::error::{Error, Result};
 type Inode = Arc<RwLock<Vec<u8>>>;
 
 /// An in-memory file system. Clones share the same files.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct MemFs {
     state: Arc<Mutex<MemState>>,
+}
+
+/// Counts, not contents: an options dump (the info log's) must not copy every file.
+impl fmt::Debug for MemFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("MemFs")
+            .field("files", &state.files.len())
+            .field("dirs", &state.dirs.len())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]

@@ -243,6 +243,9 @@ pub fn tiny_options(fs: Arc<dyn Fs>, layout: &Layout) -> Options {
         l0_compaction_trigger: 2,
         max_bytes_for_level_base: 64 << 10,
         block_cache_bytes: 64 << 10,
+        // No info log: a torn write or an injected fault must hit the database's own files,
+        // not a LOG line (which the engine never reads back).
+        info_log: screedb::InfoLog::Off,
         ..Options::default()
     }
 }
