@@ -139,9 +139,9 @@ fn flush_oldest<'a>(
     let result = job::flush(&ctx, &mut it);
 
     let mut st = lock(&inner.state);
-    st.flush_running = false;
-    st.jobs_running -= 1;
-    match result {
+    // `flush_running` stays set until the edit is installed (the mutex is released while it
+    // is written): no other thread may flush this memtable again meanwhile.
+    st = match result {
         Ok((files, stats)) => {
             // The WAL of the next memtable (or the live one) becomes the oldest still needed.
             let next_log = st.imms.get(1).map_or(st.wal_number, |i| i.log_number);
@@ -154,7 +154,8 @@ fn flush_oldest<'a>(
             Counters::add(&inner.counters.flushes, 1);
             edit.stats = inner.counters.persisted();
             let line = tables_line(edit.new_files.iter().map(|(_, f)| f));
-            match st.versions.log_and_apply(edit) {
+            let (applied, mut st) = super::edit::apply(inner, st, edit);
+            match applied {
                 Ok(()) => {
                     info!(
                         inner.info_log,
@@ -170,9 +171,15 @@ fn flush_oldest<'a>(
                 }
                 Err(e) => set_error(inner, &mut st, e),
             }
+            st
         }
-        Err(e) => set_error(inner, &mut st, e),
-    }
+        Err(e) => {
+            set_error(inner, &mut st, e);
+            st
+        }
+    };
+    st.flush_running = false;
+    st.jobs_running -= 1;
     inner.bg_cv.notify_all();
     st
 }
@@ -204,7 +211,25 @@ fn run_choice<'a>(
             let mut edit = job::move_edit(&file, from_level, to_level);
             Counters::add(&inner.counters.trivial_moves, 1);
             edit.stats = inner.counters.persisted();
-            let result = st.versions.log_and_apply(edit);
+            // The table and its range at the target level are busy while the edit is written
+            // (the mutex is released meanwhile): no other job may take them.
+            let busy_range = (
+                to_level,
+                file.smallest_user_key().to_vec(),
+                file.largest_user_key().to_vec(),
+            );
+            st.compaction.busy_files.insert(file.number);
+            st.compaction.busy_ranges.push(busy_range.clone());
+            let (result, mut st) = super::edit::apply(inner, st, edit);
+            st.compaction.busy_files.remove(&file.number);
+            if let Some(i) = st
+                .compaction
+                .busy_ranges
+                .iter()
+                .position(|r| *r == busy_range)
+            {
+                st.compaction.busy_ranges.swap_remove(i);
+            }
             match &result {
                 Ok(()) => {
                     info!(
@@ -222,6 +247,25 @@ fn run_choice<'a>(
             (result, st)
         }
         Choice::Merge(spec) => run_merge(inner, st, spec),
+    }
+}
+
+/// Adds a finished merge's bytes to the counters.
+fn count_merge(inner: &DbInner, output_level: usize, seek: bool, stats: &job::JobStats) {
+    let c = &inner.counters;
+    Counters::add(&c.compaction_bytes_read, stats.bytes_read);
+    Counters::add(&c.compaction_bytes_written, stats.bytes_written);
+    c.written_to_level.add(output_level, stats.bytes_written);
+    Counters::add(&c.compactions, 1);
+    Counters::add(
+        &c.tree_appended_value_bytes,
+        stats.tree_appended_value_bytes,
+    );
+    Counters::add(&c.tree_appended_node_bytes, stats.tree_appended_node_bytes);
+    Counters::add(&c.tree_new_bytes, stats.tree_new_bytes);
+    if seek {
+        Counters::add(&c.seek_compactions, 1);
+        Counters::add(&c.seek_compaction_bytes_written, stats.bytes_written);
     }
 }
 
@@ -280,6 +324,39 @@ fn run_merge<'a>(
     drop(version);
 
     let mut st = lock(&inner.state);
+    let result = match result {
+        Ok((mut edit, stats)) => {
+            let current = st.versions.current();
+            // Other jobs may have changed the levels since this one started: the layout's
+            // upkeep decides on the version the edit is applied to (which stays current until
+            // the edit is installed: one edit is in flight at a time).
+            inner
+                .strategy
+                .upkeep(&current, &inner.options, &st.compaction, &mut edit);
+            drop(current);
+            count_merge(inner, output_level, seek, &stats);
+            edit.stats = inner.counters.persisted();
+            let outputs = tables_line(edit.new_files.iter().map(|(_, f)| f));
+            let (applied, relocked) = super::edit::apply(inner, st, edit);
+            st = relocked;
+            if applied.is_ok() {
+                info!(
+                    inner.info_log,
+                    "{}compaction: {} -> L{output_level} {outputs}: read {} bytes, wrote {} in \
+                     {} ms",
+                    if seek { "seek " } else { "" },
+                    inputs_line.join(" + "),
+                    stats.bytes_read,
+                    stats.bytes_written,
+                    started.elapsed().as_millis()
+                );
+            }
+            applied
+        }
+        Err(e) => Err(e),
+    };
+    // The inputs and the output range stay busy until the edit is installed (the mutex was
+    // released while it was written), so no other job took them meanwhile.
     st.jobs_running -= 1;
     for number in &input_numbers {
         st.compaction.busy_files.remove(number);
@@ -293,53 +370,6 @@ fn run_merge<'a>(
     {
         st.compaction.busy_ranges.swap_remove(i);
     }
-    let result = result.and_then(|(mut edit, stats)| {
-        let current = st.versions.current();
-        // Other jobs may have changed the levels since this one started: the layout's upkeep
-        // decides on the version the edit is applied to.
-        inner
-            .strategy
-            .upkeep(&current, &inner.options, &st.compaction, &mut edit);
-        Counters::add(&inner.counters.compaction_bytes_read, stats.bytes_read);
-        Counters::add(
-            &inner.counters.compaction_bytes_written,
-            stats.bytes_written,
-        );
-        inner
-            .counters
-            .written_to_level
-            .add(output_level, stats.bytes_written);
-        Counters::add(&inner.counters.compactions, 1);
-        Counters::add(
-            &inner.counters.tree_appended_value_bytes,
-            stats.tree_appended_value_bytes,
-        );
-        Counters::add(
-            &inner.counters.tree_appended_node_bytes,
-            stats.tree_appended_node_bytes,
-        );
-        Counters::add(&inner.counters.tree_new_bytes, stats.tree_new_bytes);
-        if seek {
-            Counters::add(&inner.counters.seek_compactions, 1);
-            Counters::add(
-                &inner.counters.seek_compaction_bytes_written,
-                stats.bytes_written,
-            );
-        }
-        edit.stats = inner.counters.persisted();
-        let outputs = tables_line(edit.new_files.iter().map(|(_, f)| f));
-        st.versions.log_and_apply(edit)?;
-        info!(
-            inner.info_log,
-            "{}compaction: {} -> L{output_level} {outputs}: read {} bytes, wrote {} in {} ms",
-            if seek { "seek " } else { "" },
-            inputs_line.join(" + "),
-            stats.bytes_read,
-            stats.bytes_written,
-            started.elapsed().as_millis()
-        );
-        Ok(())
-    });
     match &result {
         Ok(()) => {
             if let Some((level, largest)) = &pointer {

@@ -10,6 +10,7 @@
 
 mod background;
 mod drain;
+mod edit;
 mod iter;
 mod open;
 mod snapshot;
@@ -80,6 +81,8 @@ struct DbState {
     jobs_running: usize,
     /// Set while `compact_range` works, so background compactions stay out of its way.
     manual_running: bool,
+    /// Set while an edit is written to the MANIFEST with the mutex released (`edit.rs`).
+    manifest_busy: bool,
 }
 
 pub(crate) struct DbInner {
@@ -476,6 +479,10 @@ impl Db {
             let _ = t.join();
         }
         let mut st = lock(&inner.state);
+        // A manual compaction on another thread may be installing its edit.
+        while st.manifest_busy {
+            st = crate::sync::wait(&inner.bg_cv, st);
+        }
         let mut result = Ok(());
         if let Some(wal) = st.wal.as_mut() {
             result = wal.finish();

@@ -262,6 +262,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         flush_running: false,
         jobs_running: 0,
         manual_running: false,
+        manifest_busy: false,
     };
     Ok(DbInner {
         dir: dir.to_path_buf(),

@@ -34,6 +34,24 @@ pub struct RecoveredState {
     pub prev_log_number: u64,
 }
 
+/// An edit ready to be written to the MANIFEST ([`VersionSet::prepare`]): its version, its
+/// encoded record, and the manifest writer, held until [`VersionSet::install`].
+#[derive(Debug)]
+pub struct PreparedEdit {
+    edit: VersionEdit,
+    version: Version,
+    record: Vec<u8>,
+    writer: LogWriter,
+}
+
+impl PreparedEdit {
+    /// Appends the record to the MANIFEST and syncs it: the I/O of an edit, which needs no lock.
+    pub fn write(&mut self) -> Result<()> {
+        self.writer.add_record(&self.record)?;
+        self.writer.sync()
+    }
+}
+
 /// The current version, counters and the manifest writer.
 pub struct VersionSet {
     fs: Arc<dyn Fs>,
@@ -256,7 +274,19 @@ impl VersionSet {
 
     /// Writes `edit` to the manifest (synced) and installs the resulting version.
     /// Tables the edit removes are marked for deletion once unreferenced.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        let mut prepared = self.prepare(edit)?;
+        let written = prepared.write();
+        self.install(prepared, written)
+    }
+
+    /// The first step of [`VersionSet::log_and_apply`], for a caller that writes the record
+    /// without holding its lock (`db::manifest_write`): builds and checks the version `edit`
+    /// makes, encodes the record and takes the manifest writer, which
+    /// [`VersionSet::install`] gives back. Until then no other edit can be prepared (it fails
+    /// with [`Error::Closed`]): the caller lets one edit be in flight at a time, so the version
+    /// the edit was built on is still the current one at install.
+    pub fn prepare(&mut self, mut edit: VersionEdit) -> Result<PreparedEdit> {
         if let Some(n) = edit.log_number {
             debug_assert!(n >= self.log_number);
         }
@@ -270,11 +300,28 @@ impl VersionSet {
                 "edit would break the version invariants: {reason}"
             )));
         }
-        let writer = self.manifest.as_mut().ok_or(Error::Closed)?;
         let mut record = Vec::new();
         edit.encode(&mut record);
-        writer.add_record(&record)?;
-        writer.sync()?;
+        let writer = self.manifest.take().ok_or(Error::Closed)?;
+        Ok(PreparedEdit {
+            edit,
+            version,
+            record,
+            writer,
+        })
+    }
+
+    /// The last step of [`VersionSet::log_and_apply`]: takes the manifest writer back and, if
+    /// `written` (the result of [`PreparedEdit::write`]) is Ok, makes the edit's version current.
+    pub fn install(&mut self, prepared: PreparedEdit, written: Result<()>) -> Result<()> {
+        let PreparedEdit {
+            edit,
+            version,
+            writer,
+            ..
+        } = prepared;
+        self.manifest = Some(writer);
+        written?;
         let added: HashSet<u64> = edit.new_files.iter().map(|(_, f)| f.number).collect();
         for &(_, number) in &edit.deleted_files {
             if !added.contains(&number) {
