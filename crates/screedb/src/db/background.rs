@@ -211,8 +211,9 @@ fn run_choice<'a>(
             let mut edit = job::move_edit(&file, from_level, to_level);
             Counters::add(&inner.counters.trivial_moves, 1);
             edit.stats = inner.counters.persisted();
-            // The table and its range at the target level are busy while the edit is written
-            // (the mutex is released meanwhile): no other job may take them.
+            // The move is a job while its edit is written (the mutex is released meanwhile):
+            // its table and range at the target level are busy, and a manual compaction waits
+            // for it (`jobs_running`).
             let busy_range = (
                 to_level,
                 file.smallest_user_key().to_vec(),
@@ -220,7 +221,9 @@ fn run_choice<'a>(
             );
             st.compaction.busy_files.insert(file.number);
             st.compaction.busy_ranges.push(busy_range.clone());
+            st.jobs_running += 1;
             let (result, mut st) = super::edit::apply(inner, st, edit);
+            st.jobs_running -= 1;
             st.compaction.busy_files.remove(&file.number);
             if let Some(i) = st
                 .compaction
