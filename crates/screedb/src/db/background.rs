@@ -332,10 +332,20 @@ fn run_merge<'a>(
             let current = st.versions.current();
             // Other jobs may have changed the levels since this one started: the layout's
             // upkeep decides on the version the edit is applied to (which stays current until
-            // the edit is installed: one edit is in flight at a time).
+            // the edit is installed: one edit is in flight at a time), and on the work of the
+            // other jobs: this job's own range is left out of the state it sees (it stays busy
+            // until the install, below).
+            let own = range.as_ref().and_then(|(s, l)| {
+                let ranges = &mut st.compaction.busy_ranges;
+                let i = ranges
+                    .iter()
+                    .position(|(lv, a, b)| *lv == output_level && a == s && b == l)?;
+                Some(ranges.swap_remove(i))
+            });
             inner
                 .strategy
                 .upkeep(&current, &inner.options, &st.compaction, &mut edit);
+            st.compaction.busy_ranges.extend(own);
             drop(current);
             count_merge(inner, output_level, seek, &stats);
             edit.stats = inner.counters.persisted();

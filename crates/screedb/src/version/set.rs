@@ -294,6 +294,19 @@ impl VersionSet {
         edit.last_sequence = Some(self.last_sequence);
         let mut builder = VersionBuilder::new(&self.current);
         builder.apply(&edit).map_err(Error::invalid)?;
+        // A job removes only tables the current version holds where it says: anything else is
+        // two jobs racing for one table, which must stop the database, not lose a table.
+        if let Some((level, number)) = edit.deleted_files.iter().find(|&&(level, number)| {
+            !self
+                .current
+                .files(level as usize)
+                .iter()
+                .any(|f| f.number == number)
+        }) {
+            return Err(Error::invalid(format!(
+                "edit removes table {number} from level {level}, which does not hold it"
+            )));
+        }
         let version = builder.build();
         if let Err(reason) = version.check_invariants() {
             return Err(Error::invalid(format!(
