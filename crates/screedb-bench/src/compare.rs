@@ -81,7 +81,8 @@ pub fn run(args: CompareArgs) -> Result<Comparison> {
     for engine in &engines {
         let mut bench = args.bench.clone();
         bench.engine = engine.clone();
-        bench.json = None;
+        // `--json out.json` writes one file per engine: out-<engine>.json.
+        bench.json = args.bench.json.as_deref().map(|p| per_engine(p, engine));
         if let Some(parent) = &args.bench.db {
             bench.db = Some(parent.join(engine.replace(['/', ':'], "_")));
         }
@@ -98,6 +99,20 @@ pub fn run(args: CompareArgs) -> Result<Comparison> {
         std::fs::write(path, out.markdown()).map_err(|e| Error::io("write", path, e))?;
     }
     Ok(out)
+}
+
+/// `path` with `-<engine>` before its extension (the engine's spec made a file name).
+fn per_engine(path: &std::path::Path, engine: &str) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let tag = engine.replace(['/', ':', '='], "_");
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(name)
 }
 
 type Measure = (

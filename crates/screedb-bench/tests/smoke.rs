@@ -86,3 +86,30 @@ fn zipfian_reads_find_keys_after_a_zipfian_fill() {
     // Uniform reads would find the share of keys that exist (56%); skewed ones find more.
     assert!(found > live + 100, "hot keys are found: {found}");
 }
+
+/// `compare --json out.json` writes each engine's results beside it (out-<engine>.json).
+#[test]
+fn compare_writes_one_json_file_per_engine() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        compare: screedb_bench::compare::CompareArgs,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let cli = Cli::try_parse_from([
+        "compare".to_string(),
+        "--engines=screedb,screedb:layout=leveled".to_string(),
+        "--num=300".to_string(),
+        "--benchmarks=fillrandom".to_string(),
+        format!("--json={}", json.display()),
+    ])
+    .unwrap();
+    let comparison = screedb_bench::compare::run(cli.compare).unwrap();
+    assert_eq!(comparison.reports.len(), 2);
+    for name in ["out-screedb.json", "out-screedb_layout_leveled.json"] {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(text.contains("\"fillrandom\""), "{name}: {text}");
+    }
+}
