@@ -124,7 +124,8 @@ pub struct Options {
     /// default false, maps table files); LevelDB's early releases wrote their logs
     /// through maps.
     pub mmap_wal: bool,
-    /// Table readers kept open (the table cache's bound). Beyond it, a compaction holds one
+    /// Table readers kept open (the table cache's bound; a table read through a map, see
+    /// `mmap_reads`, holds no file descriptor once open). Beyond it, a compaction holds one
     /// table open per sorted run of its inputs (it opens a run's tables one at a time), and an
     /// iterator one per run it reads; when the process runs out of descriptors, the cache lets
     /// go of its tables and the open is tried again. Default: 1000. RocksDB: `max_open_files`.

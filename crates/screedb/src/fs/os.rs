@@ -62,30 +62,40 @@ impl WritableFile for OsWritable {
 
 struct OsRandomAccess {
     path: PathBuf,
-    file: File,
     size: u64,
-    /// The whole file, read-only, when opened by `open_mapped` (reads copy from it instead of
-    /// calling `pread`).
-    map: Option<memmap2::Mmap>,
+    source: Source,
+}
+
+/// Where an open file's bytes are read from.
+enum Source {
+    /// `pread` on the open file.
+    File(File),
+    /// The whole file, read-only, when opened by `open_mapped`: reads copy from the map. The
+    /// file itself is closed once mapped (the map stays valid), so a mapped table costs no file
+    /// descriptor (as LevelDB's mmap reader), whatever `max_open_tables` is.
+    Map(memmap2::Mmap),
 }
 
 impl RandomAccessFile for OsRandomAccess {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        if let Some(map) = &self.map {
-            buf.copy_from_slice(super::slice_at(map, offset, buf.len(), &self.path)?);
-            return Ok(());
+        match &self.source {
+            Source::Map(map) => {
+                buf.copy_from_slice(super::slice_at(map, offset, buf.len(), &self.path)?);
+                Ok(())
+            }
+            Source::File(file) => {
+                super::check_within(&self.path, offset, buf.len(), self.size)?;
+                file.read_exact_at(buf, offset)
+                    .map_err(|e| Error::io("read", &self.path, e))
+            }
         }
-        super::check_within(&self.path, offset, buf.len(), self.size)?;
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|e| Error::io("read", &self.path, e))
     }
 
     /// A mapped file copies the bytes straight into the new vector (no zero-fill first).
     fn read_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        match &self.map {
-            Some(map) => Ok(super::slice_at(map, offset, len, &self.path)?.to_vec()),
-            None => {
+        match &self.source {
+            Source::Map(map) => Ok(super::slice_at(map, offset, len, &self.path)?.to_vec()),
+            Source::File(_) => {
                 let mut buf = vec![0u8; len];
                 self.read_exact_at(&mut buf, offset)?;
                 Ok(buf)
@@ -171,9 +181,8 @@ impl Fs for OsFs {
         let (file, size) = open_with_size(path)?;
         Ok(Arc::new(OsRandomAccess {
             path: path.to_path_buf(),
-            file,
             size,
-            map: None,
+            source: Source::File(file),
         }))
     }
 
@@ -198,9 +207,8 @@ impl Fs for OsFs {
         };
         Ok(Arc::new(OsRandomAccess {
             path: path.to_path_buf(),
-            file,
             size,
-            map,
+            source: map.map_or(Source::File(file), Source::Map),
         }))
     }
 
@@ -266,6 +274,32 @@ impl Fs for OsFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Open descriptors of this process on `path` (other tests never open this file).
+    fn descriptors_on(path: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+            .filter(|target| target == path)
+            .count()
+    }
+
+    #[test]
+    fn a_mapped_file_holds_no_descriptor_and_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().canonicalize().unwrap().join("mapped");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let mapped = OsFs.open_mapped(&path).unwrap();
+        assert_eq!(descriptors_on(&path), 0, "the map keeps no descriptor open");
+        let plain = OsFs.open(&path).unwrap();
+        assert_eq!(descriptors_on(&path), 1);
+        assert_eq!(mapped.read_vec(3, 4).unwrap(), b"3456");
+        assert_eq!(plain.read_vec(3, 4).unwrap(), b"3456");
+        assert_eq!(mapped.size(), 10);
+        assert!(mapped.read_vec(8, 4).is_err(), "past the end is an error");
+        drop(plain);
+        assert_eq!(descriptors_on(&path), 0);
+    }
 
     #[test]
     fn write_sync_read_rename_remove() {
