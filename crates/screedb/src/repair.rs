@@ -211,7 +211,7 @@ pub fn repair_db(path: impl AsRef<Path>, options: &Options) -> Result<RepairRepo
             Err(damage) => {
                 bad_tables.insert(n);
                 let path = filename::table_file(dir, n);
-                match salvage_table(fs.as_ref(), &path, &topts, &salvaged, &mut max_seq) {
+                match salvage_table(fs.as_ref(), &path, &icmp, &topts, &salvaged, &mut max_seq) {
                     Ok((kept, dropped, lost)) => report.tables_salvaged.push(SalvagedTable {
                         table: n,
                         damage: damage.to_string(),
@@ -324,6 +324,7 @@ fn read_table(
 fn salvage_table(
     fs: &dyn Fs,
     path: &Path,
+    icmp: &InternalKeyComparator,
     topts: &TableOptions,
     mem: &MemTable,
     max_seq: &mut u64,
@@ -334,21 +335,21 @@ fn salvage_table(
     let tail = file.read_vec(size - tail_len, tail_len as usize)?;
     let format = format_of_tail(&tail, path, size - tail_len)?;
     let (mut kept, mut dropped) = (0u64, 0u64);
-    let lost =
-        salvage(
-            format,
-            file,
-            path,
-            &topts.htable,
-            &mut |ikey, value| match key::parse_internal_key(ikey) {
-                Some(p) => {
-                    mem.add(p.seq, p.kind, p.user_key, value);
-                    *max_seq = (*max_seq).max(p.seq);
-                    kept += 1;
-                }
-                None => dropped += 1,
-            },
-        )?;
+    let lost = salvage(
+        format,
+        file,
+        path,
+        icmp,
+        &topts.htable,
+        &mut |ikey, value| match key::parse_internal_key(ikey) {
+            Some(p) => {
+                mem.add(p.seq, p.kind, p.user_key, value);
+                *max_seq = (*max_seq).max(p.seq);
+                kept += 1;
+            }
+            None => dropped += 1,
+        },
+    )?;
     Ok((kept, dropped, lost))
 }
 

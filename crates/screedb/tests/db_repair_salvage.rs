@@ -207,3 +207,27 @@ fn a_damaged_log_record_costs_only_that_record() {
     assert_eq!(missing.len(), 1, "{missing:?}\n{report}");
     assert!((800..1200).contains(&missing[0]), "{missing:?}\n{report}");
 }
+
+/// A flip in the index block: the data blocks are found without it (by their trailers'
+/// checksums), so nothing is lost where LevelDB loses the table.
+#[test]
+fn a_damaged_index_block_loses_no_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = one_table(dir.path(), Layout::default());
+    let bytes = std::fs::read(&table).unwrap();
+    // The footer's second handle (offset, size as u64 LE) is the index block's.
+    let footer = &bytes[bytes.len() - 48..];
+    let field = |at: usize| u64::from_le_bytes(footer[at..at + 8].try_into().unwrap()) as usize;
+    let (index_offset, index_size) = (field(16), field(24));
+    flip(&table, index_offset + index_size / 2);
+
+    let report = repair_db(dir.path(), &options(Layout::default())).unwrap();
+    let lost = salvaged_blocks(&report);
+    assert_eq!(lost.len(), 1, "{report}");
+    assert!(lost[0].reason.contains("index block"), "{report}");
+    assert_eq!(
+        survivors(dir.path(), Layout::default()).len(),
+        KEYS as usize,
+        "{report}"
+    );
+}

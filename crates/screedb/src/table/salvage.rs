@@ -3,10 +3,14 @@
 //! a record of each unit that did not.
 //!
 //! A unit is kept only whole: its checksum holds and every entry in it decodes to a well-formed
-//! internal key. What a sorted table needs to find its blocks (footer and index block) and what
-//! an HTable needs to open (footer and metadata) must be intact; otherwise nothing of the table
-//! can be located and the caller loses it whole, as LevelDB's repair does. The filter and
-//! properties blocks of a sorted table are not needed.
+//! internal key. A sorted table's data blocks are found through its index block; when the index
+//! is damaged but the footer and the meta-index are not, they are found without it: they lie
+//! back to back from offset 0 up to the first metadata block, and each one ends where the
+//! checksum in its trailer matches the bytes before it (a walk that stops at the first damaged
+//! block, whose rest is reported lost; keys must keep increasing across blocks). What an HTable
+//! needs to open (footer and metadata) must be intact. Otherwise nothing of the table can be
+//! located and the caller loses it whole, as LevelDB's repair does. The filter and properties
+//! blocks of a sorted table are not needed.
 
 use std::fmt;
 use std::path::Path;
@@ -16,8 +20,10 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key;
 
-use super::format::{BlockHandle, FOOTER_LEN, Footer, read_block};
-use super::{Block, TableFormat};
+use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, read_block};
+use super::{Block, CompressionType, TableFormat};
+use crate::checksum;
+use crate::comparator::InternalKeyComparator;
 
 /// A part of a table that salvage could not read: its entries are lost.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,11 +66,12 @@ pub fn salvage(
     format: TableFormat,
     file: Arc<dyn RandomAccessFile>,
     path: &Path,
+    icmp: &InternalKeyComparator,
     htable: &super::htable::HTableOptions,
     sink: Sink<'_>,
 ) -> Result<Vec<LostBlock>> {
     match format {
-        TableFormat::Sorted => salvage_sorted(file.as_ref(), path, sink),
+        TableFormat::Sorted => salvage_sorted(file.as_ref(), path, icmp, sink),
         TableFormat::HTable => {
             let table =
                 super::htable::HTable::open(file, path.to_path_buf(), 0, htable.clone(), None)?;
@@ -82,6 +89,7 @@ pub fn salvage(
 fn salvage_sorted(
     file: &dyn RandomAccessFile,
     path: &Path,
+    icmp: &InternalKeyComparator,
     sink: Sink<'_>,
 ) -> Result<Vec<LostBlock>> {
     let size = file.size();
@@ -93,8 +101,12 @@ fn salvage_sorted(
         )
     })?;
     let footer = Footer::decode(&file.read_vec(footer_at, FOOTER_LEN)?, path, size)?;
-    let index_data = read_block(file, path, footer.index, true)?;
-    let index = Block::new(index_data, Arc::from(path), footer.index.offset)?.entries()?;
+    let index = read_block(file, path, footer.index, true)
+        .and_then(|data| Block::new(data, Arc::from(path), footer.index.offset)?.entries());
+    let index = match index {
+        Ok(index) => index,
+        Err(damage) => return walk_data_blocks(file, path, &footer, icmp, sink, &damage),
+    };
     let mut lost = Vec::new();
     let mut previous: Option<Vec<u8>> = None;
     for (separator, encoded) in index {
@@ -120,6 +132,94 @@ fn salvage_sorted(
         }
     }
     Ok(lost)
+}
+
+/// A sorted table whose index block is `damaged`: its data blocks, found one after the other by
+/// their trailers' checksums (see the module comment). Fails (the table is lost whole) when
+/// the meta-index cannot say where the data ends.
+fn walk_data_blocks(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+    icmp: &InternalKeyComparator,
+    sink: Sink<'_>,
+    damaged: &Error,
+) -> Result<Vec<LostBlock>> {
+    let metaindex = read_block(file, path, footer.metaindex, true)
+        .and_then(|data| Block::new(data, Arc::from(path), footer.metaindex.offset)?.entries())
+        .map_err(|e| {
+            Error::corruption(
+                path,
+                footer.index.offset,
+                format!("{damaged}; and the meta-index, which says where the data ends: {e}"),
+            )
+        })?;
+    let data_end = metaindex
+        .iter()
+        .filter_map(|(_, handle)| BlockHandle::decode(handle))
+        .map(|h| h.offset)
+        .chain([footer.metaindex.offset, footer.index.offset])
+        .min()
+        .unwrap_or(0);
+    let data = file.read_vec(0, usize::try_from(data_end).unwrap_or(0))?;
+    let mut lost = vec![LostBlock {
+        offset: footer.index.offset,
+        bytes: footer.index.size,
+        keys: None,
+        reason: format!("index block: {damaged} (the data blocks were found without it)"),
+    }];
+    let mut pos = 0usize;
+    let mut last: Option<Vec<u8>> = None;
+    while pos < data.len() {
+        let block = block_end(&data, pos).and_then(|end| {
+            let handle = BlockHandle {
+                offset: pos as u64,
+                size: (end - pos) as u64,
+            };
+            let entries = read_entries(file, path, handle).ok()?;
+            let less = |a: &[u8], b: &[u8]| icmp.compare(a, b).is_lt();
+            let ordered = entries.windows(2).all(|w| less(&w[0].0, &w[1].0))
+                && entries
+                    .first()
+                    .is_none_or(|(k, _)| last.as_ref().is_none_or(|l| less(l, k)));
+            ordered.then_some((end, entries))
+        });
+        let Some((end, entries)) = block else {
+            lost.push(LostBlock {
+                offset: pos as u64,
+                bytes: (data.len() - pos) as u64,
+                keys: last
+                    .as_ref()
+                    .map(|l| (Some(key::user_key(l).to_vec()), Vec::new())),
+                reason: "no intact data block starts here: the rest of the data is lost".to_owned(),
+            });
+            break;
+        };
+        entries.iter().for_each(|(k, v)| sink(k, v));
+        last = entries.last().map(|(k, _)| k.clone()).or(last);
+        pos = end + BLOCK_TRAILER_LEN;
+    }
+    Ok(lost)
+}
+
+/// Where the block starting at `start` of `data` ends: the first position whose trailer (a
+/// compression type, then the masked CRC32C of the bytes before it and the type) matches.
+fn block_end(data: &[u8], start: usize) -> Option<usize> {
+    let mut crc = checksum::crc32c(&[]);
+    for end in start..data.len().saturating_sub(BLOCK_TRAILER_LEN - 1) {
+        if end > start {
+            crc = checksum::crc32c_extend(crc, &data[end - 1..end]);
+        }
+        let kind = data[end];
+        if CompressionType::from_u8(kind).is_none() {
+            continue;
+        }
+        let stored = crate::coding::get_u32(&data[end + 1..]).unwrap_or_default();
+        if checksum::unmask(stored) == checksum::crc32c_extend(crc, &[kind]) {
+            return Some(end);
+        }
+    }
+    None
 }
 
 /// The entries of the data block at `handle`, if its checksum holds and every key in it is a
