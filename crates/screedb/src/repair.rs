@@ -45,7 +45,7 @@ use crate::table::{
     create_writer, find_last_commit, format_of_tail,
 };
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
-use crate::write_batch::{BatchOp, WriteBatch};
+use crate::write_batch::WriteBatch;
 
 /// Name of the directory (inside the database directory) that receives what repair set aside.
 pub const LOST_DIR: &str = "lost";
@@ -382,31 +382,14 @@ fn replay_log(
     let mut reader = LogReader::new(fs.open(&path)?, path.clone(), RecoveryMode::SkipDamage);
     while let Some(record) = reader.read_record()? {
         let offset = reader.last_record_offset();
-        let batch = match WriteBatch::from_record(record, &path, offset) {
-            Ok(b) => b,
-            Err(e) => {
-                report.log_errors.push((n, format!("record skipped: {e}")));
-                continue;
-            }
-        };
         // A record is applied whole or not at all.
-        let ops: Result<Vec<(u64, BatchOp<'_>)>> = batch.validate().and_then(|()| {
-            (batch.sequence()..)
-                .zip(batch.iter())
-                .map(|(seq, op)| {
-                    op.map(|op| (seq, op))
-                        .map_err(|reason| Error::corruption(&path, offset, reason))
-                })
-                .collect()
-        });
-        match ops {
-            Ok(ops) => {
-                for (seq, op) in ops {
-                    match op {
-                        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
-                        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, b""),
-                    }
-                    *max_seq = (*max_seq).max(seq);
+        let batch = WriteBatch::from_record(record, &path, offset)
+            .and_then(|batch| batch.validate().map(|()| batch));
+        match batch {
+            Ok(batch) => {
+                mem.add_write_batch(&batch);
+                if batch.count() > 0 {
+                    *max_seq = (*max_seq).max(batch.sequence() + u64::from(batch.count()) - 1);
                 }
                 report.log_batches += 1;
             }

@@ -14,7 +14,7 @@ use arc_swap::ArcSwap;
 
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
-use super::write::{create_wal, insert};
+use super::write::create_wal;
 use super::{DbInner, DbState, SuperVersion};
 use crate::compaction::{self, job};
 use crate::comparator::InternalKeyComparator;
@@ -162,7 +162,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         let mut reader = LogReader::new(fs.open(&path)?, path.clone(), mode);
         while let Some(record) = reader.read_record()? {
             let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
-            insert(&mem, &batch);
+            mem.add_write_batch(&batch);
             replayed_batches += 1;
             if batch.count() > 0 {
                 max_seq = max_seq.max(batch.sequence() + u64::from(batch.count()) - 1);

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::Fs;
 use crate::key::{SequenceNumber, ValueKind};
-use crate::memtable::{BatchEntry, MemTable};
+use crate::memtable::MemTable;
 use crate::options::{Memory, Options};
 use crate::sync::{lock, wait, wait_timeout};
 use crate::wal::LogWriter;
@@ -129,7 +129,7 @@ fn lead<'a>(
         }
         drop(snapshots);
     } else if written.is_ok() {
-        insert(&mem, &group);
+        mem.add_write_batch(&group);
     }
 
     let mut st = lock(&inner.state);
@@ -193,25 +193,6 @@ fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) 
         .sum();
     Counters::add(&inner.counters.user_bytes_written, user_bytes as u64);
     Ok(())
-}
-
-/// Inserts a committed batch into a memtable's skiplist with one multi-insert.
-pub(super) fn insert(mem: &MemTable, batch: &WriteBatch) {
-    let mut entries: Vec<BatchEntry<'_>> = Vec::with_capacity(batch.count() as usize);
-    for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-        let (user_key, kind, value) = match op {
-            Ok(BatchOp::Put { key, value }) => (key, ValueKind::Value, value),
-            Ok(BatchOp::Delete { key }) => (key, ValueKind::Deletion, &b""[..]),
-            Err(_) => break, // validated before it was queued
-        };
-        entries.push(BatchEntry {
-            user_key,
-            seq,
-            kind,
-            value,
-        });
-    }
-    mem.add_batch(&mut entries);
 }
 
 /// Writes a committed batch through the memtable's membuffer, in sequence order. `newest` is

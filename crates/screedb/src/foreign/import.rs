@@ -20,7 +20,7 @@ use crate::key::{self, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{Options, WriteOptions};
 use crate::wal::{LogReader, RecoveryMode};
-use crate::write_batch::{BatchOp, WriteBatch};
+use crate::write_batch::WriteBatch;
 
 use super::leveldb;
 
@@ -99,14 +99,8 @@ pub fn import_leveldb(
         );
         while let Some(record) = reader.read_record()? {
             let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
-            for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
-                match op.map_err(|reason| {
-                    Error::corruption(&path, reader.last_record_offset(), reason)
-                })? {
-                    BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
-                    BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, b""),
-                }
-            }
+            batch.validate()?;
+            mem.add_write_batch(&batch);
             report.log_records += 1;
         }
     }

@@ -68,16 +68,13 @@ pub(super) struct Manifest {
 
 /// Reads the MANIFEST that `dir`'s CURRENT names.
 pub(super) fn read_manifest(fs: &dyn Fs, dir: &Path) -> Result<Manifest> {
-    let current_path = dir.join("CURRENT");
-    let current = crate::fs::read_all(fs, &current_path)?;
-    let name = String::from_utf8_lossy(&current).trim().to_owned();
-    if !name.starts_with("MANIFEST-") || name.contains('/') {
+    let Some(name) = super::current_manifest(fs, dir)? else {
         return Err(Error::corruption(
-            &current_path,
+            crate::filename::current_file(dir),
             0,
-            "CURRENT does not name a manifest",
+            "CURRENT is missing or does not name a manifest",
         ));
-    }
+    };
     let path = dir.join(&name);
     let mut reader = LogReader::new(
         fs.open(&path)?,

@@ -125,17 +125,23 @@ pub(crate) fn explain(fs: &dyn Fs, dir: &Path, err: crate::Error) -> crate::Erro
     }
 }
 
-/// The name of the MANIFEST CURRENT names, if its first record is encoded as LevelDB's.
-fn manifest_looks_foreign(fs: &dyn Fs, dir: &Path) -> Result<Option<String>> {
+/// The name of the MANIFEST `dir`'s CURRENT names, if CURRENT names one (the same file names
+/// in ScreeDB, LevelDB and RocksDB).
+pub(super) fn current_manifest(fs: &dyn Fs, dir: &Path) -> Result<Option<String>> {
     let current = filename::current_file(dir);
     if !fs.exists(&current) {
         return Ok(None);
     }
     let contents = crate::fs::read_all(fs, &current)?;
     let name = String::from_utf8_lossy(&contents).trim().to_owned();
-    if !matches!(filename::parse(&name), Some(FileKind::Manifest(_))) {
+    Ok(matches!(filename::parse(&name), Some(FileKind::Manifest(_))).then_some(name))
+}
+
+/// The name of the MANIFEST CURRENT names, if its first record is encoded as LevelDB's.
+fn manifest_looks_foreign(fs: &dyn Fs, dir: &Path) -> Result<Option<String>> {
+    let Some(name) = current_manifest(fs, dir)? else {
         return Ok(None);
-    }
+    };
     let path = dir.join(&name);
     if !fs.exists(&path) {
         return Ok(None);

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::comparator::InternalKeyComparator;
 use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
+use crate::write_batch::{BatchOp, WriteBatch};
 
 use bucket::BufferedEntry;
 use membuffer::{Membuffer, PutOutcome};
@@ -93,6 +94,27 @@ impl MemTable {
                 .then(b.kind.cmp(&a.kind))
         });
         self.list.insert_sorted(entries);
+    }
+
+    /// Inserts every operation of `batch` into the skiplist with one multi-insert
+    /// ([`MemTable::add_batch`]), at the batch's sequence numbers. REQUIRES: the batch was
+    /// validated ([`WriteBatch::validate`]): an operation that does not decode ends it.
+    pub fn add_write_batch(&self, batch: &WriteBatch) {
+        let mut entries: Vec<BatchEntry<'_>> = Vec::with_capacity(batch.count() as usize);
+        for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
+            let (user_key, kind, value) = match op {
+                Ok(BatchOp::Put { key, value }) => (key, ValueKind::Value, value),
+                Ok(BatchOp::Delete { key }) => (key, ValueKind::Deletion, &b""[..]),
+                Err(_) => break,
+            };
+            entries.push(BatchEntry {
+                user_key,
+                seq,
+                kind,
+                value,
+            });
+        }
+        self.add_batch(&mut entries);
     }
 
     /// Writes one entry as the key's newest version: into the membuffer if there is one and it

@@ -185,13 +185,18 @@ fn walk_data_blocks(
             ordered.then_some((end, entries))
         });
         let Some((end, entries)) = block else {
+            // The keys lost lie after the last one kept; the table says nothing of where they end.
+            let after = last.as_ref().map_or_else(
+                || "from the first key".to_owned(),
+                |l| format!("after {:?}", String::from_utf8_lossy(key::user_key(l))),
+            );
             lost.push(LostBlock {
                 offset: pos as u64,
                 bytes: (data.len() - pos) as u64,
-                keys: last
-                    .as_ref()
-                    .map(|l| (Some(key::user_key(l).to_vec()), Vec::new())),
-                reason: "no intact data block starts here: the rest of the data is lost".to_owned(),
+                keys: None,
+                reason: format!(
+                    "no intact data block starts here: the rest of the data (keys {after}) is lost"
+                ),
             });
             break;
         };
