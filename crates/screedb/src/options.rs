@@ -167,6 +167,11 @@ pub struct Options {
     /// Bytes of pending compaction at which writes stop. Default: 256 GiB.
     /// RocksDB: `hard_pending_compaction_bytes_limit`.
     pub hard_pending_compaction_bytes: u64,
+    /// The rate, in bytes per second, writes are paced to once compaction falls behind (level 0
+    /// at `l0_slowdown_trigger` or pending bytes at `soft_pending_compaction_bytes`); the pace
+    /// slows further while the debt grows and recovers as it shrinks (docs/design.md, "write
+    /// stalls"). Default: 16 MiB/s. RocksDB: `delayed_write_rate` (16 MB/s when unset).
+    pub delayed_write_rate: u64,
     /// A MANIFEST larger than this is rewritten as a snapshot into a new file. Default: 64 MiB.
     /// RocksDB: `max_manifest_file_size`.
     pub max_manifest_file_size: u64,
@@ -213,6 +218,7 @@ impl Default for Options {
             max_background_jobs: 2,
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
+            delayed_write_rate: 16 << 20,
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,
             info_log: crate::info_log::InfoLog::default(),
@@ -254,6 +260,7 @@ impl fmt::Debug for Options {
             .field("num_levels", &self.num_levels)
             .field("target_file_size", &self.target_file_size)
             .field("max_background_jobs", &self.max_background_jobs)
+            .field("delayed_write_rate", &self.delayed_write_rate)
             .field("info_log", &self.info_log)
             .finish_non_exhaustive()
     }
@@ -321,6 +328,10 @@ impl Options {
         check(
             self.l0_stop_trigger >= self.l0_slowdown_trigger,
             "l0_stop_trigger must be >= l0_slowdown_trigger",
+        )?;
+        check(
+            self.delayed_write_rate >= 16 << 10,
+            "delayed_write_rate must be at least 16 KiB/s",
         )?;
         check(
             self.max_bytes_for_level_base >= 1 << 10,

@@ -166,7 +166,15 @@ fn flush_oldest<'a>(
                     let done = st.imms.pop_front();
                     inner.install_super_version(&st);
                     if let Some(done) = done {
+                        // The retired WALs are deleted and unmapped without the mutex.
+                        let retired: Vec<_> = std::iter::from_fn(|| {
+                            st.old_wals.pop_front_if(|w| w.number < next_log)
+                        })
+                        .collect();
+                        drop(st);
                         remove_logs_before(inner, next_log, done.log_number);
+                        drop(retired);
+                        st = lock(&inner.state);
                     }
                 }
                 Err(e) => set_error(inner, &mut st, e),

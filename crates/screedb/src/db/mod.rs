@@ -16,6 +16,7 @@ mod open;
 mod snapshot;
 mod stats;
 mod write;
+mod write_rate;
 
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
@@ -64,6 +65,13 @@ struct Immutable {
     log_number: u64,
 }
 
+/// A WAL replaced by a newer one while its memtable waits for its flush. It is not synced when
+/// replaced (`write.rs`): the first synced write after that finishes it, the flush retires it.
+struct OldWal {
+    number: u64,
+    log: Arc<Mutex<LogWriter>>,
+}
+
 /// Everything guarded by the database mutex.
 struct DbState {
     versions: VersionSet,
@@ -73,6 +81,11 @@ struct DbState {
     /// `None` while the write leader appends to it outside the mutex.
     wal: Option<LogWriter>,
     wal_number: u64,
+    /// Replaced WALs whose memtables are not flushed yet, oldest first.
+    old_wals: VecDeque<OldWal>,
+    /// Whether the current WAL's directory entry is durable: the first synced write to a new
+    /// WAL syncs the directory.
+    wal_dir_synced: bool,
     writers: VecDeque<Arc<Writer>>,
     /// Sticky: set by the first failed WAL write/sync or manifest write.
     bg_error: Option<Error>,
@@ -83,6 +96,8 @@ struct DbState {
     manual_running: bool,
     /// Set while an edit is written to the MANIFEST with the mutex released (`edit.rs`).
     manifest_busy: bool,
+    /// The pace of writes while compaction is behind.
+    write_rate: write_rate::WriteRate,
 }
 
 pub(crate) struct DbInner {
@@ -103,6 +118,8 @@ pub(crate) struct DbInner {
     snapshots: Arc<SnapshotList>,
     counters: Counters,
     shutting_down: AtomicBool,
+    /// The epoch of the write pacing clock (`write_rate.rs`).
+    opened_at: std::time::Instant,
     info_log: InfoLogger,
     _lock: Box<dyn FileLock>,
 }
@@ -353,7 +370,9 @@ impl Db {
     /// `screedb.table-metadata-bytes` (index, filter and other table metadata held in memory by
     /// the live tables, every layout), `screedb.approximate-memory-usage`,
     /// `screedb.write-amplification`, `screedb.memory`
-    /// (the memory component: `skiplist`, or `flodb` and the entries waiting in the membuffers).
+    /// (the memory component: `skiplist`, or `flodb` and the entries waiting in the membuffers),
+    /// `screedb.delayed-write-rate` (bytes per second writes are paced to while compaction is
+    /// behind; 0 when they are not slowed; RocksDB: `rocksdb.actual-delayed-write-rate`).
     pub fn property(&self, name: &str) -> Option<String> {
         let inner = &self.inner;
         let sv = inner.super_version.load_full();
@@ -401,6 +420,7 @@ impl Db {
                 Some(format!("{:.3}", self.stats().write_amplification()))
             }
             "screedb.stats" => Some(self.stats().to_string()),
+            "screedb.delayed-write-rate" => Some(lock(&inner.state).write_rate.rate().to_string()),
             "screedb.memory" => Some(match inner.options.memory {
                 Memory::Skiplist => "skiplist".to_string(),
                 Memory::Flodb => {
@@ -483,9 +503,18 @@ impl Db {
         while st.manifest_busy {
             st = crate::sync::wait(&inner.bg_cv, st);
         }
-        let mut result = Ok(());
-        if let Some(wal) = st.wal.as_mut() {
+        // Every WAL is finished, oldest first: a clean close leaves no write unsynced.
+        let mut result = st
+            .old_wals
+            .iter()
+            .try_for_each(|old| lock(&old.log).finish());
+        if result.is_ok()
+            && let Some(wal) = st.wal.as_mut()
+        {
             result = wal.finish();
+        }
+        if result.is_ok() && !st.wal_dir_synced {
+            result = inner.fs.sync_dir(&inner.dir);
         }
         // A background failure made the database read-only: close reports it (the first one),
         // as the writes refused since did.

@@ -1,9 +1,9 @@
 //! Opening a database: lock, recover the manifest, replay the WALs, start a new WAL.
 //!
 //! Replayed writes are flushed to level-0 tables before the database accepts writes, and a fresh
-//! WAL is started: a torn tail dropped from the newest old log is never appended to. The fresh
-//! WAL is created only after the manifest edit that retires the old logs is durable, so an
-//! interrupted open leaves the torn log the newest one (the only one read tolerantly).
+//! WAL is started: a torn tail dropped from an old log is never appended to. Every log is read
+//! tolerating a torn tail, and replay stops where sequence numbers jump (an older log lost its
+//! unsynced tail), so the recovered state is a prefix of the writes.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
@@ -152,16 +152,41 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut new_files: Vec<FileMeta> = Vec::new();
     let mut max_seq = versions.last_sequence();
     let mut replayed_batches = 0u64;
-    for (i, &n) in logs.iter().enumerate() {
+    // Every log is read tolerating a torn tail: an older log is not synced when it is replaced
+    // (`write.rs`), so a power loss may cut any of them. Sequence numbers run on from one log to
+    // the next; a later log that starts past where the logs before it end means an older log
+    // lost writes, and the later ones are dropped with it, so what is recovered is a prefix of
+    // the writes. (None of them was acknowledged as synced: a synced write finishes every older
+    // log first.)
+    let mut next_seq: Option<u64> = None;
+    'logs: for (i, &n) in logs.iter().enumerate() {
         let path = filename::log_file(dir, n);
-        let mode = if i + 1 == logs.len() {
-            RecoveryMode::TolerateTornTail
-        } else {
-            RecoveryMode::Strict
-        };
-        let mut reader = LogReader::new(fs.open(&path)?, path.clone(), mode);
+        let mut reader = LogReader::new(
+            fs.open(&path)?,
+            path.clone(),
+            RecoveryMode::TolerateTornTail,
+        );
+        let mut first_in_log = true;
         while let Some(record) = reader.read_record()? {
             let batch = WriteBatch::from_record(record, &path, reader.last_record_offset())?;
+            if batch.count() > 0 {
+                if first_in_log
+                    && let Some(expected) = next_seq
+                    && batch.sequence() > expected
+                {
+                    info!(
+                        info_log,
+                        "log {n:06} starts at sequence {} but the logs before it end at {}: an \
+                         older log lost its unsynced tail; this log and {} later ones are dropped",
+                        batch.sequence(),
+                        expected - 1,
+                        logs.len() - i - 1
+                    );
+                    break 'logs;
+                }
+                first_in_log = false;
+                next_seq = Some(batch.sequence() + u64::from(batch.count()));
+            }
             mem.add_write_batch(&batch);
             replayed_batches += 1;
             if batch.count() > 0 {
@@ -181,10 +206,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     versions.mark_file_number_used(next_number.load(Ordering::Relaxed));
 
-    // A fresh manifest that makes the replayed tables current and retires the old WALs, then
-    // the fresh WAL it names. The WAL is created only once the edit is durable: if this open is
-    // interrupted before, the newest old WAL (possibly with a torn tail) must still be the newest
-    // WAL on disk, since every other WAL is read strictly.
+    // A fresh manifest that makes the replayed tables current and retires the old WALs (those
+    // dropped after a gap too), then the fresh WAL it names, created once the edit is durable.
+    // An open interrupted before that finds the same logs, and the same gap, next time.
     let wal_number = versions.new_file_number();
     versions.set_last_sequence(max_seq);
     versions.write_new_manifest()?;
@@ -256,6 +280,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         imms: VecDeque::new(),
         wal: Some(wal),
         wal_number,
+        old_wals: VecDeque::new(),
+        wal_dir_synced: true,
+        write_rate: Default::default(),
         writers: VecDeque::new(),
         bg_error: None,
         compaction: compaction::State::default(),
@@ -279,6 +306,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         counters,
         shutting_down: AtomicBool::new(false),
+        opened_at: std::time::Instant::now(),
         info_log,
         _lock: lock,
         options,

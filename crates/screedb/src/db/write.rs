@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{DbInner, DbState, Immutable, stats::Counters};
+use super::write_rate::{Debt, Triggers};
+use super::{DbInner, DbState, Immutable, OldWal, stats::Counters};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::fs::Fs;
@@ -103,11 +104,12 @@ fn lead<'a>(
     inner: &'a DbInner,
     st: MutexGuard<'a, DbState>,
 ) -> (MutexGuard<'a, DbState>, usize, Result<()>) {
-    let (room, mut st) = make_room_for_write(inner, st, false);
+    let (room, st) = make_room_for_write(inner, st, false);
     if let Err(e) = room {
         return (st, 1, Err(e));
     }
     let (mut group, group_size, sync_any) = build_group(&st);
+    let mut st = pace(inner, st, group.data().len() as u64);
     let first_seq = st.versions.last_sequence() + 1;
     group.set_sequence(first_seq);
     let last_seq = first_seq + u64::from(group.count()).saturating_sub(1);
@@ -115,9 +117,18 @@ fn lead<'a>(
         return (st, group_size, Err(Error::Closed));
     };
     let mem = Arc::clone(&st.mem);
+    // A synced write acknowledges every write before it, including those in older WALs, which
+    // were not synced when they were replaced, and the new WALs' directory entries.
+    let older: Vec<Arc<Mutex<LogWriter>>> = if sync_any {
+        st.old_wals.iter().map(|w| Arc::clone(&w.log)).collect()
+    } else {
+        Vec::new()
+    };
+    let sync_dir = sync_any && !st.wal_dir_synced;
     drop(st);
 
-    let written = append(inner, &mut wal, &group, sync_any);
+    let written = make_older_durable(inner, &older, sync_dir)
+        .and_then(|()| append(inner, &mut wal, &group, sync_any));
     if written.is_ok() && inner.options.memory == Memory::Flodb {
         // Snapshots are taken under this lock, so none appears between reading the newest one
         // and publishing the group: in-place overwrites never hide a version a snapshot reads.
@@ -134,6 +145,10 @@ fn lead<'a>(
 
     let mut st = lock(&inner.state);
     st.wal = Some(wal);
+    if written.is_ok() && sync_dir {
+        // Only a leader replaces the WAL, so the one synced above is still the current one.
+        st.wal_dir_synced = true;
+    }
     let result = match written {
         Ok(()) => {
             if group.count() > 0 {
@@ -170,6 +185,22 @@ fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
         count += 1;
     }
     (group.unwrap_or_default(), count, sync_any)
+}
+
+/// Finishes (syncs and trims) the replaced WALs in `older`, oldest first, and syncs the
+/// directory if `sync_dir`. A log already finished costs nothing.
+fn make_older_durable(
+    inner: &DbInner,
+    older: &[Arc<Mutex<LogWriter>>],
+    sync_dir: bool,
+) -> Result<()> {
+    for log in older {
+        lock(log).finish()?;
+    }
+    if sync_dir {
+        inner.fs.sync_dir(&inner.dir)?;
+    }
+    Ok(())
 }
 
 fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) -> Result<()> {
@@ -216,7 +247,6 @@ pub(super) fn make_room_for_write<'a>(
     mut force: bool,
 ) -> (Result<()>, MutexGuard<'a, DbState>) {
     let opts = &inner.options;
-    let mut delayed = false;
     loop {
         if let Some(e) = &st.bg_error {
             let e = Error::ReadOnly(Arc::new(e.clone()));
@@ -229,21 +259,6 @@ pub(super) fn make_room_for_write<'a>(
         let l0 = version.files(0).len();
         let pending = version.pending_compaction_bytes(opts);
         drop(version);
-        let slow = l0 >= opts.l0_slowdown_trigger || pending >= opts.soft_pending_compaction_bytes;
-        if !delayed && !force && slow {
-            // Slowdown stage: delay this write group by 1 ms, once, letting compaction catch up
-            // gradually instead of stopping writers dead at the stop trigger.
-            let start = Instant::now();
-            st = wait_timeout(&inner.bg_cv, st, Duration::from_millis(1)).0;
-            delayed = true;
-            Counters::add(&inner.counters.stall_slowdowns, 1);
-            Counters::add(
-                &inner.counters.stall_micros,
-                start.elapsed().as_micros() as u64,
-            );
-            report_stalls(inner);
-            continue;
-        }
         let empty = st.mem.is_empty();
         if (!force && st.mem.approximate_memory_usage() <= opts.write_buffer_size)
             || (force && empty)
@@ -270,6 +285,50 @@ pub(super) fn make_room_for_write<'a>(
         }
         force = false;
     }
+}
+
+/// The slowdown stage of write stalls (`write_rate.rs`): while compaction is behind, sleeps as
+/// long as the delayed write rate asks for a group of `bytes`, with the mutex released (the
+/// writers behind the leader wait for it, as they do for its WAL append).
+fn pace<'a>(
+    inner: &'a DbInner,
+    mut st: MutexGuard<'a, DbState>,
+    bytes: u64,
+) -> MutexGuard<'a, DbState> {
+    let opts = &inner.options;
+    let version = st.versions.current();
+    let debt = Debt {
+        l0_tables: version.files(0).len(),
+        pending_bytes: version.pending_compaction_bytes(opts),
+    };
+    drop(version);
+    let triggers = Triggers {
+        l0_slowdown: opts.l0_slowdown_trigger,
+        l0_stop: opts.l0_stop_trigger,
+        soft_pending_bytes: opts.soft_pending_compaction_bytes,
+        max_rate: opts.delayed_write_rate,
+    };
+    let now = inner.opened_at.elapsed();
+    let delay = st.write_rate.delay(now, bytes, debt, &triggers);
+    if delay.is_zero() {
+        return st;
+    }
+    let start = Instant::now();
+    let deadline = start + delay;
+    // Background threads signal the same condition variable: wait out the whole delay.
+    while let Some(left) = deadline.checked_duration_since(Instant::now())
+        && !left.is_zero()
+        && !inner.shutting_down.load(Ordering::Acquire)
+    {
+        st = wait_timeout(&inner.bg_cv, st, left).0;
+    }
+    Counters::add(&inner.counters.stall_slowdowns, 1);
+    Counters::add(
+        &inner.counters.stall_micros,
+        start.elapsed().as_micros() as u64,
+    );
+    report_stalls(inner);
+    st
 }
 
 /// Hands the stall counters to the info log, which reports them at most every ten seconds.
@@ -299,17 +358,15 @@ pub(super) fn create_wal(
 }
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.
+///
+/// The old WAL is neither synced nor is the directory here: with the mutex held that would stop
+/// every writer for as long as the disk takes to write a whole log (measured: over 100 ms for
+/// 64 MiB). The old WAL joins `old_wals`: the first synced write finishes it (and syncs the
+/// directory) before it is acknowledged, its memtable's flush retires it. An older WAL may thus
+/// lose an unsynced tail in a power loss while a newer one keeps later writes; recovery
+/// (`open.rs`) stops at the first gap in sequence numbers, so what it recovers is always a
+/// prefix of the writes.
 fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
-    // The old log is finished (synced, and trimmed of reserved space) before the new one takes
-    // writes: a later synced write acknowledges every write issued before it, and recovery reads
-    // every log but the newest strictly, so an older log must never end in an unsynced (possibly
-    // torn) tail or in a mapped log's zero-filled reserve.
-    if let Some(old) = st.wal.as_mut()
-        && let Err(e) = old.finish()
-    {
-        st.bg_error.get_or_insert_with(|| e.clone());
-        return Err(e);
-    }
     let number = st.versions.new_file_number();
     let wal = match create_wal(inner.fs.as_ref(), &inner.options, &inner.dir, number) {
         Ok(w) => w,
@@ -318,13 +375,14 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
             return Err(e);
         }
     };
-    // Synced writes to the new log must not vanish with an unsynced directory entry.
-    if let Err(e) = inner.fs.sync_dir(&inner.dir) {
-        st.bg_error.get_or_insert_with(|| e.clone());
-        return Err(e);
-    }
-    st.wal = Some(wal);
     let old_number = std::mem::replace(&mut st.wal_number, number);
+    if let Some(old) = st.wal.replace(wal) {
+        st.old_wals.push_back(OldWal {
+            number: old_number,
+            log: Arc::new(Mutex::new(old)),
+        });
+    }
+    st.wal_dir_synced = false;
     let old_mem = std::mem::replace(
         &mut st.mem,
         Arc::new(inner.options.new_memtable(inner.icmp.clone())),

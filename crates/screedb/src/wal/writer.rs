@@ -23,6 +23,8 @@ pub struct LogWriter {
     block_offset: usize,
     /// The first error returned by the file, repeated by every later call.
     failed: Option<Error>,
+    /// Set once [`LogWriter::finish`] succeeded: a second call has nothing to do.
+    finished: bool,
 }
 
 impl fmt::Debug for LogWriter {
@@ -31,6 +33,7 @@ impl fmt::Debug for LogWriter {
             .field("size", &self.file.size())
             .field("block_offset", &self.block_offset)
             .field("failed", &self.failed)
+            .field("finished", &self.finished)
             .finish_non_exhaustive()
     }
 }
@@ -46,6 +49,7 @@ impl LogWriter {
             file,
             block_offset,
             failed: None,
+            finished: false,
         }
     }
 
@@ -106,8 +110,14 @@ impl LogWriter {
 
     /// Makes every record durable and trims space the file reserved past them (see
     /// [`WritableFile::finish`]): the log is complete and reads back exactly, in strict mode too.
+    /// Once it succeeded, later calls return `Ok` at once; no record may be added after it.
     pub fn finish(&mut self) -> Result<()> {
-        self.checked(|f| f.finish())
+        if self.finished {
+            return Ok(());
+        }
+        self.checked(|f| f.finish())?;
+        self.finished = true;
+        Ok(())
     }
 
     fn checked(&mut self, op: impl FnOnce(&mut dyn WritableFile) -> Result<()>) -> Result<()> {
@@ -137,6 +147,7 @@ mod tests {
     struct VecFile {
         data: Arc<Mutex<Vec<u8>>>,
         fail_after: usize,
+        syncs: Arc<Mutex<usize>>,
     }
 
     impl WritableFile for VecFile {
@@ -156,6 +167,7 @@ mod tests {
             Ok(())
         }
         fn sync(&mut self) -> Result<()> {
+            *self.syncs.lock().unwrap() += 1;
             Ok(())
         }
         fn size(&self) -> u64 {
@@ -168,6 +180,7 @@ mod tests {
         let file = VecFile {
             data: Arc::clone(&data),
             fail_after,
+            syncs: Arc::default(),
         };
         (LogWriter::new(Box::new(file)), data)
     }
@@ -229,6 +242,7 @@ mod tests {
         let file = VecFile {
             data: Arc::clone(&data),
             fail_after: usize::MAX,
+            syncs: Arc::default(),
         };
         let mut w = LogWriter::new(Box::new(file));
         w.add_record(b"a").unwrap();
@@ -248,5 +262,24 @@ mod tests {
         assert!(w.sync().is_err());
         assert!(w.flush().is_err());
         assert!(format!("{w:?}").contains("LogWriter"));
+    }
+
+    #[test]
+    fn finish_works_once() {
+        let syncs = Arc::new(Mutex::new(0));
+        let file = VecFile {
+            data: Arc::default(),
+            fail_after: usize::MAX,
+            syncs: Arc::clone(&syncs),
+        };
+        let mut w = LogWriter::new(Box::new(file));
+        w.add_record(b"a").unwrap();
+        w.finish().unwrap();
+        w.finish().unwrap();
+        assert_eq!(
+            *syncs.lock().unwrap(),
+            1,
+            "a finished log is not synced again"
+        );
     }
 }
