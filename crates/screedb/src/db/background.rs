@@ -50,6 +50,13 @@ pub(super) fn run(inner: &DbInner) {
                 }
             }
         }
+        if inner.obsolete.has_queued() {
+            // Tables released by the last job (or by readers) are deleted without the mutex.
+            drop(st);
+            inner.obsolete.purge();
+            st = lock(&inner.state);
+            continue;
+        }
         st = wait(&inner.bg_cv, st);
     }
 }
@@ -441,6 +448,8 @@ pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
                 Choice::DoNothing
             );
         if idle || inner.shutting_down.load(Ordering::Acquire) {
+            drop(st);
+            inner.obsolete.purge();
             return Ok(());
         }
         inner.bg_cv.notify_all();
@@ -487,5 +496,7 @@ pub(super) fn compact_range(
     }
     st.manual_running = false;
     inner.bg_cv.notify_all();
+    drop(st);
+    inner.obsolete.purge();
     result
 }

@@ -13,6 +13,7 @@ use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::version::obsolete::ObsoleteFiles;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -36,6 +37,21 @@ pub struct DbIterator {
     /// an iterator never keeps a closed database alive).
     seek_counting: Option<Weak<DbInner>>,
     _pinned: Arc<SuperVersion>,
+    /// Dropped after `_pinned`: deletes the tables the pinned version was the last to hold.
+    _purge: PurgeOnDrop,
+}
+
+/// Deletes queued obsolete tables when dropped. An iterator may outlive the compaction that
+/// replaced its tables; when it goes, the reader pays for deleting them (as it did before
+/// deletion was queued), not a background thread that may be asleep.
+struct PurgeOnDrop(Arc<ObsoleteFiles>);
+
+impl Drop for PurgeOnDrop {
+    fn drop(&mut self) {
+        if self.0.has_queued() {
+            self.0.purge();
+        }
+    }
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -53,6 +69,7 @@ impl DbIterator {
         ucmp: Arc<dyn Comparator>,
         sequence: SequenceNumber,
         pinned: Arc<SuperVersion>,
+        obsolete: Arc<ObsoleteFiles>,
     ) -> Self {
         DbIterator {
             inner,
@@ -65,6 +82,7 @@ impl DbIterator {
             error: None,
             seek_counting: None,
             _pinned: pinned,
+            _purge: PurgeOnDrop(obsolete),
         }
     }
 

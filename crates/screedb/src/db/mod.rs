@@ -44,6 +44,7 @@ use crate::memtable::{LookupResult, MemTable};
 use crate::options::{Layout, Memory, Options, ReadOptions, WriteOptions};
 use crate::sync::lock;
 use crate::table::{BlockCache, TableCache, TableOptions};
+use crate::version::obsolete::ObsoleteFiles;
 use crate::version::{Lookup, Version, VersionSet};
 use crate::wal::LogWriter;
 use crate::write_batch::WriteBatch;
@@ -109,6 +110,8 @@ pub(crate) struct DbInner {
     tables: Arc<TableCache>,
     block_cache: Option<Arc<BlockCache>>,
     strategy: Box<dyn CompactionStrategy>,
+    /// Tables no version holds, deleted by the background threads outside the mutex.
+    obsolete: Arc<ObsoleteFiles>,
     state: Mutex<DbState>,
     /// Signalled when background work finishes or is needed.
     bg_cv: Condvar,
@@ -319,7 +322,13 @@ impl Db {
             }
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);
-        let mut it = DbIterator::new(Box::new(merged), Arc::clone(inner.icmp.user()), seq, sv);
+        let mut it = DbIterator::new(
+            Box::new(merged),
+            Arc::clone(inner.icmp.user()),
+            seq,
+            sv,
+            Arc::clone(&inner.obsolete),
+        );
         if inner.seek_threshold() > 0 {
             it.count_seeks(Arc::downgrade(inner));
         }
@@ -498,6 +507,7 @@ impl Db {
         for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }
+        inner.obsolete.purge();
         let mut st = lock(&inner.state);
         // A manual compaction on another thread may be installing its edit.
         while st.manifest_busy {

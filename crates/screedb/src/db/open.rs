@@ -292,6 +292,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         manifest_busy: false,
     };
     Ok(DbInner {
+        obsolete: Arc::clone(state.versions.obsolete_files()),
         dir: dir.to_path_buf(),
         fs,
         icmp,

@@ -104,11 +104,14 @@ fn a_grown_table_is_deleted_only_when_no_version_of_any_extent_holds_it() {
     .unwrap();
     obsolete.mark(5);
     drop(v2);
+    obsolete.purge();
     assert!(
         fs.exists(path),
         "v1 still reads the table at its old extent"
     );
     drop(v1);
+    assert!(fs.exists(path), "deletion waits for a purge");
+    obsolete.purge();
     assert!(!fs.exists(path), "nothing holds the table any more");
     assert!(v3.files(1).is_empty());
 }

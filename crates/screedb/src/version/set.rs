@@ -369,6 +369,11 @@ impl VersionSet {
         self.next_file_number = self.next_file_number.max(number + 1);
     }
 
+    /// The tables waiting for deletion (see [`ObsoleteFiles::purge`]).
+    pub fn obsolete_files(&self) -> &Arc<ObsoleteFiles> {
+        &self.obsolete
+    }
+
     /// The current version.
     pub fn current(&self) -> Arc<Version> {
         Arc::clone(&self.current)
