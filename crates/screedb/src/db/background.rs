@@ -132,6 +132,7 @@ fn flush_oldest<'a>(
         return st;
     };
     let mem = Arc::clone(&imm.mem);
+    let flushed_to = imm.last_sequence;
     st.flush_running = true;
     st.jobs_running += 1;
     drop(st);
@@ -154,6 +155,7 @@ fn flush_oldest<'a>(
             let next_log = st.imms.get(1).map_or(st.wal_number, |i| i.log_number);
             let mut edit = VersionEdit {
                 log_number: Some(next_log),
+                log_start: Some(flushed_to + 1),
                 ..VersionEdit::default()
             };
             edit.new_files = files.into_iter().map(|f| (0, f)).collect();

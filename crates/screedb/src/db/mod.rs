@@ -64,6 +64,8 @@ pub(crate) struct SuperVersion {
 struct Immutable {
     mem: Arc<MemTable>,
     log_number: u64,
+    /// The last sequence number written to it: the next log starts right after.
+    last_sequence: u64,
 }
 
 /// A WAL replaced by a newer one while its memtable waits for its flush. It is not synced when

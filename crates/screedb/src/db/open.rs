@@ -69,13 +69,13 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         &options,
         Some(options.layout.kind()),
     );
-    let (log_number, prev_log) = if exists {
+    let (log_number, prev_log, log_start) = if exists {
         let r = versions
             .recover()
             .map_err(|e| crate::foreign::explain(fs.as_ref(), dir, e))?;
-        (r.log_number, r.prev_log_number)
+        (r.log_number, r.prev_log_number, r.log_start)
     } else {
-        (0, 0)
+        (0, 0, None)
     };
     // The directory is a ScreeDB database (recovered, or about to be created): its info log
     // starts here. (Not earlier: another engine's directory keeps its own LOG untouched.)
@@ -153,12 +153,13 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut max_seq = versions.last_sequence();
     let mut replayed_batches = 0u64;
     // Every log is read tolerating a torn tail: an older log is not synced when it is replaced
-    // (`write.rs`), so a power loss may cut any of them. Sequence numbers run on from one log to
-    // the next; a later log that starts past where the logs before it end means an older log
-    // lost writes, and the later ones are dropped with it, so what is recovered is a prefix of
-    // the writes. (None of them was acknowledged as synced: a synced write finishes every older
-    // log first.)
-    let mut next_seq: Option<u64> = None;
+    // (`write.rs`), so a power loss may cut any of them, or lose one whose directory entry was
+    // never synced. Sequence numbers run on from the MANIFEST's log start (every write below it
+    // is in a table) through one log to the next; a log that starts past where the writes
+    // before it end means an older log lost writes, and it is dropped with every later one, so
+    // what is recovered is a prefix of the writes. (None of the dropped writes was acknowledged
+    // as synced: a synced write finishes every older log first.)
+    let mut next_seq: Option<u64> = log_start;
     'logs: for (i, &n) in logs.iter().enumerate() {
         let path = filename::log_file(dir, n);
         let mut reader = LogReader::new(
@@ -176,8 +177,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 {
                     info!(
                         info_log,
-                        "log {n:06} starts at sequence {} but the logs before it end at {}: an \
-                         older log lost its unsynced tail; this log and {} later ones are dropped",
+                        "log {n:06} starts at sequence {} but the writes before it end at {}: an \
+                         older log lost unsynced writes; this log and {} later ones are dropped",
                         batch.sequence(),
                         expected - 1,
                         logs.len() - i - 1
@@ -214,6 +215,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     versions.write_new_manifest()?;
     let mut edit = VersionEdit {
         log_number: Some(wal_number),
+        log_start: Some(max_seq + 1),
         prev_log_number: Some(0),
         ..VersionEdit::default()
     };

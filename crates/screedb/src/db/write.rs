@@ -387,9 +387,12 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         &mut st.mem,
         Arc::new(inner.options.new_memtable(inner.icmp.clone())),
     );
+    // Only a leader switches: every earlier group is in the old memtable and published.
+    let last_sequence = st.versions.last_sequence();
     st.imms.push_back(Immutable {
         mem: old_mem,
         log_number: old_number,
+        last_sequence,
     });
     inner.install_super_version(st);
     inner.bg_cv.notify_all();

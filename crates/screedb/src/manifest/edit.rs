@@ -27,6 +27,10 @@
 //!                       has this metadata (a larger extent: bytes were appended to its file)
 //! 14   hash seed:       u64; the seed of the key hash of a hashed layout (trie), written with
 //!                       the comparator
+//! 15   log start:       u64; the sequence number of the first write in the log named by the
+//!                       log number (every write below it is in a table); written with the log
+//!                       number by flushes and recovery. Recovery replays the logs only as far
+//!                       as their sequence numbers run on from it without a gap.
 //! ```
 //!
 //! Sorted tables that never grow are still written with tag 6, so a database that holds only
@@ -82,6 +86,8 @@ pub mod tag {
     pub const TABLE_GREW: u8 = 13;
     /// The seed of the key hash of a hashed layout.
     pub const HASH_SEED: u8 = 14;
+    /// The sequence number the log named by the log number starts at.
+    pub const LOG_START: u8 = 15;
 }
 
 /// A change to the set of live tables and counters; the MANIFEST is a log of these.
@@ -97,6 +103,9 @@ pub struct VersionEdit {
     pub log_number: Option<u64>,
     /// The log before `log_number`, kept for LevelDB compatibility.
     pub prev_log_number: Option<u64>,
+    /// Sequence number of the first write in log `log_number`: every write below it is in a
+    /// table (absent in MANIFESTs written before it existed).
+    pub log_start: Option<u64>,
     /// Next unused file number.
     pub next_file_number: Option<u64>,
     /// Last sequence number used by a write.
@@ -134,6 +143,7 @@ impl VersionEdit {
             (tag::HASH_SEED, self.hash_seed),
             (tag::LOG_NUMBER, self.log_number),
             (tag::PREV_LOG_NUMBER, self.prev_log_number),
+            (tag::LOG_START, self.log_start),
             (tag::NEXT_FILE_NUMBER, self.next_file_number),
             (tag::LAST_SEQUENCE, self.last_sequence),
         ];
@@ -211,6 +221,7 @@ impl VersionEdit {
                 tag::HASH_SEED => edit.hash_seed = Some(r.u64("hash seed")?),
                 tag::LOG_NUMBER => edit.log_number = Some(r.u64("log number")?),
                 tag::PREV_LOG_NUMBER => edit.prev_log_number = Some(r.u64("prev log number")?),
+                tag::LOG_START => edit.log_start = Some(r.u64("log start")?),
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(r.u64("next file number")?),
                 tag::LAST_SEQUENCE => edit.last_sequence = Some(r.u64("last sequence")?),
                 tag::DELETED_FILE => {
@@ -357,6 +368,7 @@ mod tests {
             (
                 proptest::option::of((0..LayoutKind::ALL.len()).prop_map(|i| LayoutKind::ALL[i])),
                 proptest::option::of(any::<u64>()),
+                proptest::option::of(any::<u64>()),
             ),
         )
             .prop_map(
@@ -367,7 +379,7 @@ mod tests {
                     add,
                     rem,
                     stats,
-                    (layout, seed),
+                    (layout, seed, log_start),
                 )| {
                     VersionEdit {
                         comparator: c,
@@ -375,6 +387,7 @@ mod tests {
                         hash_seed: seed,
                         log_number: log,
                         prev_log_number: prev,
+                        log_start,
                         next_file_number: next,
                         last_sequence: last,
                         deleted_files: del,
@@ -396,6 +409,7 @@ mod tests {
             e.hash_seed.is_some(),
             e.log_number.is_some(),
             e.prev_log_number.is_some(),
+            e.log_start.is_some(),
             e.next_file_number.is_some(),
             e.last_sequence.is_some(),
         ]
@@ -548,6 +562,7 @@ mod tests {
             hash_seed: None,
             log_number: Some(2),
             prev_log_number: Some(1),
+            log_start: None,
             next_file_number: Some(9),
             last_sequence: Some(0x0102),
             deleted_files: vec![(1, 5)],

@@ -32,6 +32,9 @@ pub struct RecoveredState {
     pub log_number: u64,
     /// An older WAL still needed (compatibility with LevelDB's prev_log_number; 0 = none).
     pub prev_log_number: u64,
+    /// Sequence number of the first write in WAL `log_number` (unknown in MANIFESTs from
+    /// before it was recorded).
+    pub log_start: Option<u64>,
 }
 
 /// An edit ready to be written to the MANIFEST ([`VersionSet::prepare`]): its version, its
@@ -63,6 +66,7 @@ pub struct VersionSet {
     last_sequence: SequenceNumber,
     log_number: u64,
     prev_log_number: u64,
+    log_start: Option<SequenceNumber>,
     manifest: Option<LogWriter>,
     manifest_number: u64,
     stats: BTreeMap<String, u64>,
@@ -114,6 +118,7 @@ impl VersionSet {
             last_sequence: 0,
             log_number: 0,
             prev_log_number: 0,
+            log_start: None,
             manifest: None,
             manifest_number: 0,
             stats: BTreeMap::new(),
@@ -177,6 +182,7 @@ impl VersionSet {
         );
         let mut builder = VersionBuilder::new(&base);
         let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
+        let mut log_start = None;
         for (edit, offset) in edits {
             if let Some(name) = &edit.comparator
                 && name != self.icmp.user().name()
@@ -193,6 +199,10 @@ impl VersionSet {
             last_seq = edit.last_sequence.or(last_seq);
             log_number = edit.log_number.or(log_number);
             prev_log = edit.prev_log_number.or(prev_log);
+            // A log number without a start (an edit from an older build) voids an older start.
+            if edit.log_number.is_some() {
+                log_start = edit.log_start;
+            }
             for (name, value) in edit.stats {
                 self.stats.insert(name, value);
             }
@@ -208,10 +218,12 @@ impl VersionSet {
         self.last_sequence = last_seq.ok_or_else(|| missing("last sequence"))?;
         self.log_number = log_number.ok_or_else(|| missing("log number"))?;
         self.prev_log_number = prev_log.unwrap_or(0);
+        self.log_start = log_start;
         self.manifest_number = manifest_number;
         Ok(RecoveredState {
             log_number: self.log_number,
             prev_log_number: self.prev_log_number,
+            log_start: self.log_start,
         })
     }
 
@@ -256,6 +268,7 @@ impl VersionSet {
                 .then(|| self.current.hash_seed()),
             log_number: Some(self.log_number),
             prev_log_number: Some(self.prev_log_number),
+            log_start: self.log_start,
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(self.last_sequence),
             stats: self.stats.iter().map(|(k, v)| (k.clone(), *v)).collect(),
@@ -343,6 +356,7 @@ impl VersionSet {
         }
         if let Some(n) = edit.log_number {
             self.log_number = n;
+            self.log_start = edit.log_start;
         }
         if let Some(n) = edit.prev_log_number {
             self.prev_log_number = n;
