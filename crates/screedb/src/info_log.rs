@@ -166,9 +166,9 @@ impl InfoLogger {
 impl LogFile {
     /// `LOG` -> `LOG.old`, and a new `LOG`.
     fn rotate(&mut self) {
-        if let Some(mut f) = self.file.take() {
-            let _ = f.finish();
-        }
+        // Closed, not synced (as LevelDB's): a rotation may happen under the database mutex, and
+        // the info log is a diagnostic, not data.
+        drop(self.file.take());
         let (log, old) = (log_file(&self.dir), old_log_file(&self.dir));
         if self.fs.exists(&log) {
             let _ = self.fs.rename(&log, &old);
@@ -185,14 +185,6 @@ impl LogFile {
             && f.append(line).and_then(|()| f.flush()).is_ok()
         {
             self.written += line.len() as u64;
-        }
-    }
-}
-
-impl Drop for LogFile {
-    fn drop(&mut self) {
-        if let Some(mut f) = self.file.take() {
-            let _ = f.finish();
         }
     }
 }
