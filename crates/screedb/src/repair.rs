@@ -5,8 +5,10 @@
 //! 1. every table (`*.sst`) is opened and read in full (every block checksum-verified); a table
 //!    that cannot be read is salvaged unit by unit (`table::salvage`: each data block, bucket or
 //!    overflow group whose checksum holds is kept) and moved to `lost/`; the report names every
-//!    unit lost, with its key range where the table records one. A table whose footer or index
-//!    is damaged (or a tree file) cannot be located and is lost whole, as in LevelDB;
+//!    unit lost, with its key range where the table records one. A sorted table whose index or
+//!    footer is damaged, or that was cut short, is walked from its start, block by block, up to
+//!    the damage (LevelDB loses such a table whole); an HTable whose footer or metadata is
+//!    damaged, and a tree file, cannot be located and are lost whole;
 //! 2. every log (`*.log`), oldest first, is replayed into a memtable; a damaged region is skipped
 //!    up to the next valid fragment (`RecoveryMode::SkipDamage`) and a record that does not
 //!    decode is dropped whole, and the replay goes on: every intact record is kept;
@@ -333,7 +335,13 @@ fn salvage_table(
     let size = file.size();
     let tail_len = (FORMAT_TAIL_LEN as u64).min(size);
     let tail = file.read_vec(size - tail_len, tail_len as usize)?;
-    let format = format_of_tail(&tail, path, size - tail_len)?;
+    // A sorted table cut short has no footer to name its format: its data blocks may still be
+    // found from the start of the file. If none is, the table is lost for the reason its tail
+    // gives.
+    let (format, unknown_tail) = match format_of_tail(&tail, path, size - tail_len) {
+        Ok(format) => (format, None),
+        Err(e) => (TableFormat::Sorted, Some(e)),
+    };
     let (mut kept, mut dropped) = (0u64, 0u64);
     let lost = salvage(
         format,
@@ -350,6 +358,11 @@ fn salvage_table(
             None => dropped += 1,
         },
     )?;
+    if let Some(e) = unknown_tail
+        && kept == 0
+    {
+        return Err(e);
+    }
     Ok((kept, dropped, lost))
 }
 

@@ -4,13 +4,14 @@
 //!
 //! A unit is kept only whole: its checksum holds and every entry in it decodes to a well-formed
 //! internal key. A sorted table's data blocks are found through its index block; when the index
-//! is damaged but the footer and the meta-index are not, they are found without it: they lie
-//! back to back from offset 0 up to the first metadata block, and each one ends where the
-//! checksum in its trailer matches the bytes before it (a walk that stops at the first damaged
-//! block, whose rest is reported lost; keys must keep increasing across blocks). What an HTable
-//! needs to open (footer and metadata) must be intact. Otherwise nothing of the table can be
-//! located and the caller loses it whole, as LevelDB's repair does. The filter and properties
-//! blocks of a sorted table are not needed.
+//! is damaged, or the footer that locates it is (a table cut short loses its footer), they are
+//! found without it: they lie back to back from offset 0, and each one ends where the checksum
+//! in its trailer matches the bytes before it. The walk stops at the first block that does not
+//! read back as an intact data block whose keys follow the previous block's, and reports the
+//! rest of the data as lost (from the meta-index, when it is readable, it knows where the data
+//! ends; otherwise it walks until the metadata blocks stop it). LevelDB's repair loses such a
+//! table whole. What an HTable needs to open (footer and metadata) must be intact, or the
+//! caller loses it whole. The filter and properties blocks of a sorted table are not needed.
 
 use std::fmt;
 use std::path::Path;
@@ -93,19 +94,41 @@ fn salvage_sorted(
     sink: Sink<'_>,
 ) -> Result<Vec<LostBlock>> {
     let size = file.size();
-    let footer_at = size.checked_sub(FOOTER_LEN as u64).ok_or_else(|| {
-        Error::corruption(
+    let footer = match size.checked_sub(FOOTER_LEN as u64) {
+        Some(at) => Footer::decode(&file.read_vec(at, FOOTER_LEN)?, path, size),
+        None => Err(Error::corruption(
             path,
             0,
-            format!("file of {size} bytes is too short to be a table"),
-        )
-    })?;
-    let footer = Footer::decode(&file.read_vec(footer_at, FOOTER_LEN)?, path, size)?;
+            format!("file of {size} bytes is too short to hold a footer"),
+        )),
+    };
+    let footer = match footer {
+        Ok(footer) => footer,
+        Err(damage) => {
+            let bytes = size.min(FOOTER_LEN as u64);
+            let first_loss = LostBlock {
+                offset: size - bytes,
+                bytes,
+                keys: None,
+                reason: format!("footer: {damage} (the data blocks were looked for without it)"),
+            };
+            return walk_data_blocks(file, path, size, icmp, sink, first_loss);
+        }
+    };
     let index = read_block(file, path, footer.index, true)
         .and_then(|data| Block::new(data, Arc::from(path), footer.index.offset)?.entries());
     let index = match index {
         Ok(index) => index,
-        Err(damage) => return walk_data_blocks(file, path, &footer, icmp, sink, &damage),
+        Err(damage) => {
+            let first_loss = LostBlock {
+                offset: footer.index.offset,
+                bytes: footer.index.size,
+                keys: None,
+                reason: format!("index block: {damage} (the data blocks were found without it)"),
+            };
+            let end = data_end(file, path, &footer);
+            return walk_data_blocks(file, path, end, icmp, sink, first_loss);
+        }
     };
     let mut lost = Vec::new();
     let mut previous: Option<Vec<u8>> = None;
@@ -134,40 +157,35 @@ fn salvage_sorted(
     Ok(lost)
 }
 
-/// A sorted table whose index block is `damaged`: its data blocks, found one after the other by
-/// their trailers' checksums (see the module comment). Fails (the table is lost whole) when
-/// the meta-index cannot say where the data ends.
-fn walk_data_blocks(
-    file: &dyn RandomAccessFile,
-    path: &Path,
-    footer: &Footer,
-    icmp: &InternalKeyComparator,
-    sink: Sink<'_>,
-    damaged: &Error,
-) -> Result<Vec<LostBlock>> {
-    let metaindex = read_block(file, path, footer.metaindex, true)
+/// Where the data blocks of a table with an intact `footer` end: at the first block the
+/// meta-index names, or (the meta-index damaged too) before the meta-index and the index.
+fn data_end(file: &dyn RandomAccessFile, path: &Path, footer: &Footer) -> u64 {
+    let named = read_block(file, path, footer.metaindex, true)
         .and_then(|data| Block::new(data, Arc::from(path), footer.metaindex.offset)?.entries())
-        .map_err(|e| {
-            Error::corruption(
-                path,
-                footer.index.offset,
-                format!("{damaged}; and the meta-index, which says where the data ends: {e}"),
-            )
-        })?;
-    let data_end = metaindex
+        .unwrap_or_default();
+    named
         .iter()
         .filter_map(|(_, handle)| BlockHandle::decode(handle))
         .map(|h| h.offset)
         .chain([footer.metaindex.offset, footer.index.offset])
         .min()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// The data blocks of a sorted table in its first `data_end` bytes, found one after the other by
+/// their trailers' checksums (see the module comment), when its index cannot be read;
+/// `first_loss` says why. The walk stops at the first block that is not an intact data block
+/// following the previous one; the rest is reported lost.
+fn walk_data_blocks(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    data_end: u64,
+    icmp: &InternalKeyComparator,
+    sink: Sink<'_>,
+    first_loss: LostBlock,
+) -> Result<Vec<LostBlock>> {
     let data = file.read_vec(0, usize::try_from(data_end).unwrap_or(0))?;
-    let mut lost = vec![LostBlock {
-        offset: footer.index.offset,
-        bytes: footer.index.size,
-        keys: None,
-        reason: format!("index block: {damaged} (the data blocks were found without it)"),
-    }];
+    let mut lost = vec![first_loss];
     let mut pos = 0usize;
     let mut last: Option<Vec<u8>> = None;
     while pos < data.len() {
