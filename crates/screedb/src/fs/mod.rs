@@ -31,6 +31,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::error::{Error, Result};
 
 pub use fault::{FaultFs, FaultKind, FaultStats};
@@ -69,6 +71,19 @@ pub trait RandomAccessFile: Send + Sync {
         let mut buf = vec![0u8; len];
         self.read_exact_at(&mut buf, offset)?;
         Ok(buf)
+    }
+
+    /// The `len` bytes at `offset` as shared bytes: a file read through a memory map
+    /// ([`RandomAccessFile::is_mapped`]) hands out a view of the map without copying; others
+    /// read into a new buffer.
+    fn read_bytes(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.read_vec(offset, len).map(Bytes::from)
+    }
+
+    /// Whether [`RandomAccessFile::read_bytes`] is a view of a memory map (no copy, no system
+    /// call): a reader may then read a block on each use instead of caching a copy.
+    fn is_mapped(&self) -> bool {
+        false
     }
 }
 

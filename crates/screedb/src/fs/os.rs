@@ -16,6 +16,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::{FileLock, Fs, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -70,10 +72,11 @@ struct OsRandomAccess {
 enum Source {
     /// `pread` on the open file.
     File(File),
-    /// The whole file, read-only, when opened by `open_mapped`: reads copy from the map. The
-    /// file itself is closed once mapped (the map stays valid), so a mapped table costs no file
-    /// descriptor (as LevelDB's mmap reader), whatever `max_open_tables` is.
-    Map(memmap2::Mmap),
+    /// The whole file, read-only, when opened by `open_mapped` (the map, shared: `read_bytes`
+    /// hands out views of it that keep it mapped). The file itself is closed once mapped (the
+    /// map stays valid), so a mapped table costs no file descriptor (as LevelDB's mmap
+    /// reader), whatever `max_open_tables` is.
+    Map(Bytes),
 }
 
 impl RandomAccessFile for OsRandomAccess {
@@ -101,6 +104,22 @@ impl RandomAccessFile for OsRandomAccess {
                 Ok(buf)
             }
         }
+    }
+
+    /// A mapped file gives a view of the map: no copy.
+    fn read_bytes(&self, offset: u64, len: usize) -> Result<Bytes> {
+        match &self.source {
+            Source::Map(map) => {
+                super::slice_at(map, offset, len, &self.path)?;
+                let start = offset as usize;
+                Ok(map.slice(start..start + len))
+            }
+            Source::File(_) => self.read_vec(offset, len).map(Bytes::from),
+        }
+    }
+
+    fn is_mapped(&self) -> bool {
+        matches!(self.source, Source::Map(_))
     }
 
     fn size(&self) -> u64 {
@@ -208,7 +227,7 @@ impl Fs for OsFs {
         Ok(Arc::new(OsRandomAccess {
             path: path.to_path_buf(),
             size,
-            source: map.map_or(Source::File(file), Source::Map),
+            source: map.map_or(Source::File(file), |m| Source::Map(Bytes::from_owner(m))),
         }))
     }
 

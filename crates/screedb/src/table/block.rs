@@ -17,6 +17,8 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::coding::{get_u32, get_varint32};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -25,9 +27,10 @@ use crate::iter::InternalIterator;
 use super::block_search::RestartWindows;
 
 /// An immutable, uncompressed block, shared through `Arc` by iterators and the block cache.
+/// Its bytes are its own, or a view of a mapped table file (a block used in place).
 pub struct Block {
-    data: Vec<u8>,
-    restarts: Vec<u32>,
+    data: Bytes,
+    num_restarts: usize,
     /// Where the entries end and the restart array begins.
     restarts_offset: usize,
     /// The search aid of an index block under the bytewise order (see `block_search.rs`).
@@ -42,7 +45,7 @@ impl fmt::Debug for Block {
             .field("file", &self.file)
             .field("offset", &self.offset)
             .field("len", &self.data.len())
-            .field("num_restarts", &self.restarts.len())
+            .field("num_restarts", &self.num_restarts)
             .finish()
     }
 }
@@ -56,8 +59,9 @@ struct Entry {
 
 impl Block {
     /// Parses uncompressed block `data` read from `file` at `offset` (both only name the block
-    /// in errors).
-    pub fn new(data: Vec<u8>, file: Arc<Path>, offset: u64) -> Result<Block> {
+    /// in errors). Checks the restart array without copying it.
+    pub fn new(data: impl Into<Bytes>, file: Arc<Path>, offset: u64) -> Result<Block> {
+        let data: Bytes = data.into();
         let bad = |reason: String| Error::corruption(&*file, offset, reason);
         let len = data.len();
         let n = len
@@ -75,24 +79,24 @@ impl Block {
                     "block of {len} bytes cannot hold {n} restart points"
                 ))
             })?;
-        let mut restarts = Vec::with_capacity(n);
+        let mut prev = None;
         for i in 0..n {
             let at = restarts_offset + 4 * i;
             let r = data.get(at..).and_then(get_u32).unwrap_or(u32::MAX);
-            let ok = match restarts.last() {
+            let ok = match prev {
                 None => r == 0,
-                Some(&prev) => r > prev && (r as usize) < restarts_offset,
+                Some(prev) => r > prev && (r as usize) < restarts_offset,
             };
             if !ok {
                 return Err(bad(format!(
                     "restart point {i} ({r}) is out of order or range"
                 )));
             }
-            restarts.push(r);
+            prev = Some(r);
         }
         Ok(Block {
             data,
-            restarts,
+            num_restarts: n,
             restarts_offset,
             windows: None,
             file,
@@ -104,7 +108,7 @@ impl Block {
     /// blocks: built once per table open). A block whose restart keys do not decode as internal
     /// keys is left as it is (its iterator reports the corruption).
     pub fn with_bytewise_search(mut self) -> Block {
-        let keys: Option<Vec<&[u8]>> = (0..self.restarts.len())
+        let keys: Option<Vec<&[u8]>> = (0..self.num_restarts)
             .map(|i| {
                 let e = self.decode_entry(self.restart_point(i), 0)?;
                 let k = self.data.get(e.key_delta)?;
@@ -118,12 +122,26 @@ impl Block {
 
     /// Bytes this block holds in memory (its charge in the block cache).
     pub fn charge(&self) -> usize {
-        self.data.len() + 4 * self.restarts.len() + size_of::<Block>()
+        self.data.len() + size_of::<Block>()
     }
 
     /// Number of restart points.
     pub fn num_restarts(&self) -> usize {
-        self.restarts.len()
+        self.num_restarts
+    }
+
+    /// Number of entries (decoding every entry header; a malformed one ends the count).
+    pub fn count_entries(&self) -> usize {
+        let (mut n, mut at, mut key_len) = (0, 0, 0);
+        while at < self.restarts_offset {
+            let Some(e) = self.decode_entry(at, key_len) else {
+                break;
+            };
+            key_len = e.shared + e.key_delta.len();
+            at = e.value.end;
+            n += 1;
+        }
+        n
     }
 
     /// The file offset of this block (as given to [`Block::new`]).
@@ -137,7 +155,7 @@ impl Block {
             block: Arc::clone(self),
             cmp,
             current: self.restarts_offset,
-            restart_index: self.restarts.len(),
+            restart_index: self.num_restarts,
             key: Vec::new(),
             value: self.restarts_offset..self.restarts_offset,
             err: None,
@@ -169,10 +187,15 @@ impl Block {
         )
     }
 
+    /// Where restart point `i` is (checked by [`Block::new`]), or the end of the entries.
     fn restart_point(&self, i: usize) -> usize {
-        self.restarts
-            .get(i)
-            .map_or(self.restarts_offset, |&r| r as usize)
+        if i >= self.num_restarts {
+            return self.restarts_offset;
+        }
+        self.data
+            .get(self.restarts_offset + 4 * i..)
+            .and_then(get_u32)
+            .map_or(self.restarts_offset, |r| r as usize)
     }
 
     /// Decodes the entry header at `at`; `None` if it is malformed, runs past the entry area, or
@@ -229,7 +252,7 @@ impl fmt::Debug for BlockIter {
 impl BlockIter {
     fn invalidate(&mut self) {
         self.current = self.block.restarts_offset;
-        self.restart_index = self.block.restarts.len();
+        self.restart_index = self.block.num_restarts;
         self.key.clear();
         self.value = self.current..self.current;
     }
@@ -260,12 +283,18 @@ impl BlockIter {
         self.key.truncate(e.shared);
         self.key.extend_from_slice(&self.block.data[e.key_delta]);
         self.value = e.value;
-        while self.restart_index + 1 < self.block.restarts.len()
+        while self.restart_index + 1 < self.block.num_restarts
             && self.block.restart_point(self.restart_index + 1) < self.current
         {
             self.restart_index += 1;
         }
         true
+    }
+
+    /// The restart point at or before the current entry: in a block with one entry per
+    /// restart point (an index block), the current entry's position.
+    pub(crate) fn restart_index(&self) -> usize {
+        self.restart_index
     }
 
     /// The whole key stored at restart point `i` (its `shared` must be 0).
@@ -291,7 +320,7 @@ impl InternalIterator for BlockIter {
         if self.err.is_some() {
             return;
         }
-        self.seek_to_restart_point(self.block.restarts.len() - 1);
+        self.seek_to_restart_point(self.block.num_restarts - 1);
         while self.parse_next_key() && self.value.end < self.block.restarts_offset {}
     }
 
@@ -301,7 +330,7 @@ impl InternalIterator for BlockIter {
         }
         // Last restart point whose key is < target (or the first one). The windows, if any,
         // narrow the search to the restart points they cannot tell from the target.
-        let (mut left, mut right) = (0, self.block.restarts.len() - 1);
+        let (mut left, mut right) = (0, self.block.num_restarts - 1);
         if let Some(w) = &self.block.windows
             && let Some(user_key) = target.len().checked_sub(8).map(|n| &target[..n])
         {

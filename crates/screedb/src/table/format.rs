@@ -13,6 +13,8 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
+
 use crate::checksum;
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, Result};
@@ -159,35 +161,78 @@ pub fn block_trailer(block: &[u8], kind: CompressionType) -> [u8; BLOCK_TRAILER_
 }
 
 /// Reads the block at `handle` with its trailer, checks its CRC if `verify`, and returns the
-/// uncompressed contents. Every failure is a Corruption naming `path` and the block's offset
-/// (or an I/O error).
+/// uncompressed contents in a buffer of their own. Every failure is a Corruption naming `path`
+/// and the block's offset (or an I/O error).
 pub fn read_block(
     file: &dyn RandomAccessFile,
     path: &Path,
     handle: BlockHandle,
     verify: bool,
 ) -> Result<Vec<u8>> {
+    let size = block_size(file, path, handle)?;
+    let mut buf = file.read_vec(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    match check_trailer(&buf, size, path, handle.offset, verify)? {
+        CompressionType::None => {
+            buf.truncate(size);
+            Ok(buf)
+        }
+        CompressionType::Lz4 => decompress_lz4(&buf[..size], path, handle.offset),
+    }
+}
+
+/// The block at `handle` as a view of `file`'s bytes, if it is stored uncompressed (`None` if
+/// not: read it with [`read_block`]). Meant for a mapped file ([`RandomAccessFile::is_mapped`]),
+/// whose view costs no copy. Checks the CRC if `verify`, as [`read_block`] does.
+pub fn read_block_in_place(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    verify: bool,
+) -> Result<Option<Bytes>> {
+    let size = block_size(file, path, handle)?;
+    let raw = file.read_bytes(handle.offset, size + BLOCK_TRAILER_LEN)?;
+    if raw.get(size) != Some(&(CompressionType::None as u8)) {
+        return Ok(None);
+    }
+    check_trailer(&raw, size, path, handle.offset, verify)?;
+    Ok(Some(raw.slice(..size)))
+}
+
+/// The size of the block at `handle`, which with its trailer must lie inside `file`.
+fn block_size(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<usize> {
     let off = handle.offset;
     let in_file = handle.end_with_trailer().is_some_and(|e| e <= file.size());
-    let size = usize::try_from(handle.size).ok().filter(|_| in_file);
-    let Some(size) = size else {
-        return Err(Error::corruption(
-            path,
-            off,
-            format!(
-                "block of {} bytes at offset {off} runs past the end of the {}-byte file",
-                handle.size,
-                file.size()
-            ),
-        ));
-    };
-    let mut buf = file.read_vec(off, size + BLOCK_TRAILER_LEN)?;
-    let (type_byte, stored) = match buf.get(size..) {
+    usize::try_from(handle.size)
+        .ok()
+        .filter(|_| in_file)
+        .ok_or_else(|| {
+            Error::corruption(
+                path,
+                off,
+                format!(
+                    "block of {} bytes at offset {off} runs past the end of the {}-byte file",
+                    handle.size,
+                    file.size()
+                ),
+            )
+        })
+}
+
+/// Checks the trailer after the `size` bytes of block `raw` (read at `off`): its CRC if
+/// `verify`, and its compression type, which it returns.
+fn check_trailer(
+    raw: &[u8],
+    size: usize,
+    path: &Path,
+    off: u64,
+    verify: bool,
+) -> Result<CompressionType> {
+    let (type_byte, stored) = match raw.get(size..) {
         Some([t, c @ ..]) => (*t, get_u32(c).unwrap_or_default()),
         _ => return Err(Error::corruption(path, off, "short block read")),
     };
     if verify {
-        let crc = checksum::crc32c_extend(checksum::crc32c(&buf[..size]), &[type_byte]);
+        let crc = checksum::crc32c_extend(checksum::crc32c(&raw[..size]), &[type_byte]);
         if checksum::unmask(stored) != crc {
             return Err(Error::corruption(
                 path,
@@ -196,19 +241,18 @@ pub fn read_block(
             ));
         }
     }
-    let Some(kind) = CompressionType::from_u8(type_byte) else {
-        return Err(Error::corruption(
+    CompressionType::from_u8(type_byte).ok_or_else(|| {
+        Error::corruption(
             path,
             off,
             format!("unknown block compression type {type_byte}"),
-        ));
-    };
-    buf.truncate(size);
-    match kind {
-        CompressionType::None => Ok(buf),
-        CompressionType::Lz4 => compression::decompress_lz4(&buf)
-            .ok_or_else(|| Error::corruption(path, off, "LZ4 block does not decompress")),
-    }
+        )
+    })
+}
+
+fn decompress_lz4(data: &[u8], path: &Path, off: u64) -> Result<Vec<u8>> {
+    compression::decompress_lz4(data)
+        .ok_or_else(|| Error::corruption(path, off, "LZ4 block does not decompress"))
 }
 
 #[cfg(test)]

@@ -3,13 +3,22 @@
 //! [`Table::open`] reads the footer, then the meta-index, properties, filter and index blocks
 //! (always checksum-verified, whatever `verify_checksums` says) and cross-checks them: the index
 //! must list contiguous data blocks that exactly fill `data_bytes`, in increasing key order, and
-//! the sizes in the properties must match the blocks found. Data blocks are read on demand,
+//! the sizes in the properties must match the blocks found. Data blocks are read on demand:
+//! an uncompressed block of a mapped file (`Options::mmap_reads`) is used in place, a view of
+//! the map, with no copy and no block cache (as LevelDB's mmap reads); any other block goes
 //! through the block cache when there is one.
+//!
+//! A block used in place has its trailer read and its checksum checked the first time it is
+//! read after the table is opened, not on every use ([`PlainBlocks`]): the mapped bytes of an
+//! immutable file are the ones checked, unless the device hands back other bytes for a page
+//! the kernel evicted and reads again. A copied block is checked once per copy, as a block in
+//! the cache is.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -21,7 +30,9 @@ use super::block::{Block, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
 use super::filter_policy::{CUSTOM_FILTER_PREFIX, FilterPolicy};
-use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, read_block};
+use super::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, read_block, read_block_in_place,
+};
 use super::properties::TableProperties;
 use super::seam::{Lookup, Probe, TableFormat, TableReader};
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
@@ -57,6 +68,37 @@ pub struct Table {
     /// Every non-data block (meta-index, properties, filter, index), re-checked by
     /// [`Table::verify_all_blocks`].
     meta_blocks: Vec<BlockHandle>,
+    /// Data blocks used in place, by their position in the index (mapped files only).
+    plain: PlainBlocks,
+}
+
+/// One bit per data block, by the block's position in the index: set once the block was read
+/// in place, so its trailer said it is stored uncompressed and its checksum held (if checksums
+/// are verified); later reads use it without looking at the trailer. Empty (no block is ever
+/// known) unless the file is mapped and the index has one entry per restart point, so that an
+/// index iterator's restart point is that position.
+struct PlainBlocks(Box<[AtomicU64]>);
+
+impl PlainBlocks {
+    fn new(blocks: usize) -> Self {
+        PlainBlocks(
+            (0..blocks.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+
+    fn contains(&self, block: usize) -> bool {
+        self.0
+            .get(block / 64)
+            .is_some_and(|w| w.load(AtomicOrdering::Relaxed) & (1 << (block % 64)) != 0)
+    }
+
+    fn insert(&self, block: usize) {
+        if let Some(w) = self.0.get(block / 64) {
+            w.fetch_or(1 << (block % 64), AtomicOrdering::Relaxed);
+        }
+    }
 }
 
 impl fmt::Debug for Table {
@@ -152,6 +194,11 @@ impl Table {
         if icmp.user().is_bytewise() {
             index = index.with_bytewise_search();
         }
+        let plain = if file.is_mapped() && index.count_entries() == index.num_restarts() {
+            PlainBlocks::new(index.num_restarts())
+        } else {
+            PlainBlocks::new(0)
+        };
         let index = Arc::new(index);
 
         let table = Table {
@@ -174,6 +221,7 @@ impl Table {
             .into_iter()
             .flatten()
             .collect(),
+            plain,
         };
         table.check_layout(&footer, filter_handle)?;
         Ok(table)
@@ -286,7 +334,7 @@ impl Table {
         let mut it = self.index_iter();
         it.seek(target);
         while it.valid() {
-            let block = self.data_block(it.value())?;
+            let block = self.data_block(it.value(), it.restart_index())?;
             let mut bi = block.iter(self.icmp.clone());
             bi.seek(target);
             if bi.valid() {
@@ -403,9 +451,31 @@ impl Table {
         })
     }
 
-    /// The data block whose encoded handle is `handle`, from the cache or the file.
-    fn data_block(&self, handle: &[u8]) -> Result<Arc<Block>> {
+    /// The data block whose encoded handle is `handle`, the `position`th in the index: in
+    /// place in a mapped file if stored uncompressed (no cache: a view costs nothing to make
+    /// again), else from the cache or the file.
+    fn data_block(&self, handle: &[u8], position: usize) -> Result<Arc<Block>> {
         let h = self.decode_handle(handle)?;
+        if self.file.is_mapped() {
+            let in_place = if self.plain.contains(position) {
+                let size = usize::try_from(h.size).unwrap_or(usize::MAX);
+                Some(self.file.read_bytes(h.offset, size)?)
+            } else {
+                let verify = self.opts.verify_checksums;
+                let data = read_block_in_place(&*self.file, &self.path, h, verify)?;
+                if data.is_some() {
+                    self.plain.insert(position);
+                }
+                data
+            };
+            if let Some(data) = in_place {
+                return Ok(Arc::new(Block::new(
+                    data,
+                    Arc::clone(&self.path),
+                    h.offset,
+                )?));
+            }
+        }
         let key = (self.file_number, h.offset);
         if let Some(cache) = &self.block_cache
             && let Some(b) = cache.get(key)
@@ -512,7 +582,10 @@ impl TableIterator {
         if !self.index.valid() {
             return;
         }
-        match self.table.data_block(self.index.value()) {
+        match self
+            .table
+            .data_block(self.index.value(), self.index.restart_index())
+        {
             Ok(b) => self.data = Some(b.iter(self.table.icmp.clone())),
             Err(e) => self.err = Some(e),
         }
