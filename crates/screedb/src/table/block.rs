@@ -284,7 +284,7 @@ impl BlockIter {
         self.key.extend_from_slice(&self.block.data[e.key_delta]);
         self.value = e.value;
         while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart_point(self.restart_index + 1) < self.current
+            && self.block.restart_point(self.restart_index + 1) <= self.current
         {
             self.restart_index += 1;
         }

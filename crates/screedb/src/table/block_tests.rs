@@ -194,3 +194,34 @@ proptest! {
         }
     }
 }
+
+/// In a block with one entry per restart point (an index block), the iterator's restart index
+/// is the current entry's position after every move: tables key per-block state by it.
+#[test]
+fn restart_index_is_the_entry_position_with_one_entry_per_restart() {
+    let es = entries(50);
+    let block = build(&es, 1);
+    let mut it = block.iter(icmp());
+    it.seek_to_first();
+    for i in 0..es.len() {
+        assert_eq!(it.restart_index(), i, "next");
+        it.next();
+    }
+    it.seek_to_last();
+    for i in (0..es.len()).rev() {
+        assert_eq!(it.restart_index(), i, "prev");
+        it.prev();
+    }
+    for (i, (k, _)) in es.iter().enumerate() {
+        it.seek(k);
+        assert_eq!(it.restart_index(), i, "seek to entry {i}");
+        // Between entries `i - 1` and `i`: lands on `i`.
+        let before = make_internal_key(
+            format!("key{:05}", i * 2 - usize::from(i > 0)).as_bytes(),
+            7,
+            ValueKind::Value,
+        );
+        it.seek(&before);
+        assert_eq!(it.restart_index(), i, "seek before entry {i}");
+    }
+}

@@ -692,3 +692,7 @@ impl InternalIterator for TableIterator {
         self.data.as_ref().map_or(Ok(()), |d| d.status())
     }
 }
+
+#[cfg(test)]
+#[path = "reader_mapped_tests.rs"]
+mod mapped_tests;
