@@ -314,13 +314,14 @@ impl Db {
         let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
             tables.get(f)?.iter()
         });
+        // Lazy seeks: a run whose tables leave a gap at the target (FLSM guards with fewer
+        // fragments than the deepest one) opens its next table only if the scan reaches it.
         for level in 1..sv.version.num_levels() {
             for run in crate::layout::iteration_runs(&sv.version, level)? {
-                children.push(Box::new(ConcatIterator::new(
-                    inner.icmp.clone(),
-                    Arc::clone(run),
-                    Arc::clone(&open),
-                )));
+                children.push(Box::new(
+                    ConcatIterator::new(inner.icmp.clone(), Arc::clone(run), Arc::clone(&open))
+                        .lazy_seeks(),
+                ));
             }
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);

@@ -253,15 +253,26 @@ impl InternalIterator for FileIndexIterator {
 }
 
 /// Iterates one level's tables in key order, opening each table only when it is reached.
+///
+/// With [`ConcatIterator::lazy_seeks`], a seek whose target lies before the first key of the
+/// table it lands on (in a gap between tables, as between the fragments of FLSM guards) does
+/// not open that table: the iterator sits on the table's smallest key, taken from its
+/// metadata, until something needs the entry (`prepare_value`, `next`, `prev`). A merging
+/// iterator over many runs then opens only the tables whose entries it reaches.
 pub struct ConcatIterator {
     inner: TwoLevelIterator,
-    num_files: usize,
+    files: Arc<[Arc<FileMeta>]>,
+    icmp: InternalKeyComparator,
+    lazy_seeks: bool,
+    /// Positioned on the smallest key of this table without having opened it.
+    lazy_at: Option<usize>,
 }
 
 impl fmt::Debug for ConcatIterator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConcatIterator")
-            .field("num_files", &self.num_files)
+            .field("num_files", &self.files.len())
+            .field("lazy_at", &self.lazy_at)
             .field("inner", &self.inner)
             .finish()
     }
@@ -272,33 +283,113 @@ impl ConcatIterator {
     /// version; shared, so building an iterator copies no list); `open` builds the iterator
     /// over one table. The iterator starts unpositioned.
     pub fn new(icmp: InternalKeyComparator, files: Arc<[Arc<FileMeta>]>, open: OpenTable) -> Self {
-        let num_files = files.len();
         let index = FileIndexIterator {
-            icmp,
+            icmp: icmp.clone(),
             files: Arc::clone(&files),
             pos: None,
             value: [0; 8],
         };
+        let tables = Arc::clone(&files);
         let open_child = move |value: &[u8]| {
             let meta = crate::coding::get_u64(value)
                 .and_then(|i| usize::try_from(i).ok())
-                .and_then(|i| files.get(i))
+                .and_then(|i| tables.get(i))
                 .ok_or_else(|| {
                     Error::invalid(format!(
                         "concatenating iterator asked for table {value:?} of {}",
-                        files.len()
+                        tables.len()
                     ))
                 })?;
             open(meta)
         };
         ConcatIterator {
             inner: TwoLevelIterator::new(Box::new(index), Box::new(open_child)),
-            num_files,
+            files,
+            icmp,
+            lazy_seeks: false,
+            lazy_at: None,
         }
+    }
+
+    /// Seeks that land before a table's first key leave the table unopened (see the type's
+    /// comment). Every reader of such an iterator must call `prepare_value` before `value`.
+    pub fn lazy_seeks(mut self) -> Self {
+        self.lazy_seeks = true;
+        self
+    }
+
+    /// Opens the table a lazy seek left unopened and positions on its first entry.
+    fn materialize(&mut self) -> bool {
+        let Some(i) = self.lazy_at.take() else {
+            return false;
+        };
+        let smallest = Arc::clone(&self.files[i]);
+        self.inner.seek(&smallest.smallest);
+        true
     }
 }
 
-super::forward_internal_iterator!(ConcatIterator, inner);
+impl InternalIterator for ConcatIterator {
+    fn valid(&self) -> bool {
+        self.lazy_at.is_some() || self.inner.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.lazy_at = None;
+        self.inner.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.lazy_at = None;
+        self.inner.seek_to_last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.lazy_at = None;
+        if self.lazy_seeks {
+            let i = self
+                .files
+                .partition_point(|f| self.icmp.compare(&f.largest, target) == Ordering::Less);
+            if let Some(f) = self.files.get(i)
+                && self.icmp.compare(target, &f.smallest) != Ordering::Greater
+            {
+                self.lazy_at = Some(i);
+                return;
+            }
+        }
+        self.inner.seek(target);
+    }
+
+    fn next(&mut self) {
+        self.materialize();
+        self.inner.next();
+    }
+
+    fn prev(&mut self) {
+        self.materialize();
+        self.inner.prev();
+    }
+
+    fn key(&self) -> &[u8] {
+        match self.lazy_at {
+            Some(i) => &self.files[i].smallest,
+            None => self.inner.key(),
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        debug_assert!(self.lazy_at.is_none(), "value() before prepare_value()");
+        self.inner.value()
+    }
+
+    fn prepare_value(&mut self) -> bool {
+        self.materialize()
+    }
+
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -417,6 +508,66 @@ mod tests {
             prop_assert_eq!(&back, &all);
             check_against_model(&mut it, &all, &ops)?;
         }
+    }
+
+    /// Lazy seeks inside a merge: every other entry in tables (with gaps between them, where
+    /// lazy seeks land), the rest in a second child; the merge matches the model in every
+    /// direction, and the tables' unopened positions never show.
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn lazy_concat_in_a_merge_matches_model(
+            raw in arb_raw(),
+            cuts in vec(0usize..14, 0..6),
+            ops in arb_ops(),
+        ) {
+            let all = sorted_entries(&raw, "l");
+            let (tabled, other): (Vec<_>, Vec<_>) =
+                all.iter().cloned().enumerate().partition(|(i, _)| i % 2 == 0);
+            let tabled: Vec<Entry> = tabled.into_iter().map(|(_, e)| e).collect();
+            let other: Vec<Entry> = other.into_iter().map(|(_, e)| e).collect();
+            let (concat, _) = concat(partition(&tabled, &cuts), None);
+            let children: Vec<Box<dyn InternalIterator>> = vec![
+                Box::new(concat.lazy_seeks()),
+                Box::new(VecIterator::new(other, icmp())),
+            ];
+            let mut it = crate::iter::MergingIterator::new(icmp(), children);
+            prop_assert_eq!(scan_forward(&mut it), all.clone());
+            let mut back = scan_backward(&mut it);
+            back.reverse();
+            prop_assert_eq!(&back, &all);
+            check_against_model(&mut it, &all, &ops)?;
+        }
+    }
+
+    #[test]
+    fn a_lazy_seek_into_a_gap_opens_nothing_until_the_entry_is_needed() {
+        // Tables hold user keys 0..3, 6..9 and 12..15; the gaps are 3..6 and 9..12.
+        let parts: Vec<Vec<Entry>> = (0..3u8)
+            .map(|t| (0..3).map(|k| (ikey(6 * t + k, 1), vec![t])).collect())
+            .collect();
+        let (it, opens) = concat(parts, None);
+        let mut it = it.lazy_seeks();
+        it.seek(&ikey(4, 1));
+        assert!(it.valid());
+        assert_eq!(it.key(), ikey(6, 1), "the next table's smallest key");
+        assert_eq!(opens.load(AtomicOrdering::SeqCst), 0);
+        assert!(it.prepare_value());
+        assert_eq!((it.key(), it.value()), (&ikey(6, 1)[..], &[1][..]));
+        assert_eq!(opens.load(AtomicOrdering::SeqCst), 1);
+        assert!(!it.prepare_value(), "nothing left to load");
+        // A lazy position moves like a loaded one.
+        it.seek(&ikey(10, 1));
+        it.prev();
+        assert_eq!(it.key(), ikey(8, 1));
+        it.seek(&ikey(10, 1));
+        it.next();
+        assert_eq!(it.key(), ikey(13, 1));
+        // A seek inside a table opens it at once.
+        it.seek(&ikey(1, 1));
+        assert!(!it.prepare_value());
+        assert_eq!(it.value(), [0]);
     }
 
     /// Ten tables of three user keys each: table `t` holds user keys `3t..3t+3`.

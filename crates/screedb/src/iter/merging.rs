@@ -105,6 +105,19 @@ impl MergingIterator {
         }
     }
 
+    /// Loads the entry of the child on top, so that `value()` can read it: a child positioned
+    /// lazily ([`InternalIterator::prepare_value`]) may move past its key or fail when it
+    /// loads, and the heap is then fixed and the new top loaded in turn. Children below the
+    /// top stay unloaded until they reach it.
+    fn prepare_top(&mut self) {
+        while let Some(&top) = self.heap.first() {
+            if !self.children[top].prepare_value() {
+                return;
+            }
+            self.fix_top();
+        }
+    }
+
     /// Restores the heap after the current child moved.
     fn fix_top(&mut self) {
         let Some(&top) = self.heap.first() else {
@@ -171,6 +184,7 @@ impl InternalIterator for MergingIterator {
             child.seek_to_first();
         }
         self.rebuild(Direction::Forward);
+        self.prepare_top();
     }
 
     fn seek_to_last(&mut self) {
@@ -178,6 +192,7 @@ impl InternalIterator for MergingIterator {
             child.seek_to_last();
         }
         self.rebuild(Direction::Backward);
+        self.prepare_top();
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -185,6 +200,7 @@ impl InternalIterator for MergingIterator {
             child.seek(target);
         }
         self.rebuild(Direction::Forward);
+        self.prepare_top();
     }
 
     fn next(&mut self) {
@@ -198,6 +214,7 @@ impl InternalIterator for MergingIterator {
         debug_assert_eq!(self.heap.first(), Some(&current));
         self.children[current].next();
         self.fix_top();
+        self.prepare_top();
     }
 
     fn prev(&mut self) {
@@ -210,6 +227,7 @@ impl InternalIterator for MergingIterator {
         debug_assert_eq!(self.heap.first(), Some(&current));
         self.children[current].prev();
         self.fix_top();
+        self.prepare_top();
     }
 
     fn key(&self) -> &[u8] {

@@ -7,6 +7,7 @@
 
 /// Implements [`InternalIterator`] for a wrapper type by forwarding every positioning and access
 /// call to its field `$inner`; `status` forwards too, or is given as `status: |self_| expr`.
+/// `prepare_value` keeps its default: wrap only iterators that never position lazily.
 macro_rules! forward_internal_iterator {
     ($ty:ty, $inner:ident) => {
         $crate::iter::forward_internal_iterator!($ty, $inner, status: |it| it.$inner.status());
@@ -70,8 +71,17 @@ pub trait InternalIterator: Send {
     fn prev(&mut self);
     /// The current internal key. REQUIRES: `valid()`.
     fn key(&self) -> &[u8];
-    /// The current value. REQUIRES: `valid()`.
+    /// The current value. REQUIRES: `valid()`, and [`InternalIterator::prepare_value`]
+    /// called since the last positioning call if the iterator may position lazily.
     fn value(&self) -> &[u8];
+    /// Loads the current entry when a positioning call only placed the iterator on its key
+    /// without reading it (a [`ConcatIterator`] built with
+    /// [`lazy_seeks`](ConcatIterator::lazy_seeks): a table is opened only when its first
+    /// entry is needed). Returns true if it loaded something: the iterator may then sit on a
+    /// later key, or be invalid with an error. Default: nothing to load.
+    fn prepare_value(&mut self) -> bool {
+        false
+    }
     /// The first error met, if any. An iterator with an error is not valid.
     fn status(&self) -> Result<()>;
 }
@@ -100,6 +110,9 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn value(&self) -> &[u8] {
         (**self).value()
+    }
+    fn prepare_value(&mut self) -> bool {
+        (**self).prepare_value()
     }
     fn status(&self) -> Result<()> {
         (**self).status()
