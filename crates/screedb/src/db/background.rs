@@ -62,13 +62,18 @@ pub(super) fn run(inner: &DbInner) {
 }
 
 /// Sets the bytes seek-based compactions may still write: `seek_compaction_budget_percent` of
-/// the user bytes written, minus what they wrote (both counters survive reopens).
+/// the user bytes written plus the block reads overlapping tables cost (`overlap_read_bytes`),
+/// minus what they wrote (all three counters survive reopens).
 fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
     let percent = match &inner.options.layout {
         Layout::Flsm(flsm) => flsm.seek_compaction_budget_percent,
         Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 0,
     };
-    let user = inner.counters.user_bytes_written.load(Ordering::Relaxed);
+    let user = inner
+        .counters
+        .user_bytes_written
+        .load(Ordering::Relaxed)
+        .saturating_add(inner.counters.overlap_read_bytes.load(Ordering::Relaxed));
     let spent = inner
         .counters
         .seek_compaction_bytes_written

@@ -145,12 +145,12 @@ impl DbIterator {
         self.inner.seek(&ikey);
         if let Some(db) = &self.seek_counting
             && let Some(db) = db.upgrade()
-            && self
+        {
+            let cost = self
                 ._pinned
                 .version
-                .record_seek(target, db.seek_threshold())
-        {
-            super::background::seek_threshold_crossed(&db);
+                .record_seek(target, db.seek_threshold());
+            db.count_read_cost(cost);
         }
         self.find_next_user_entry(false);
     }

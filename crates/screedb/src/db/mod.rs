@@ -39,6 +39,7 @@ use crate::fs::{FileLock, Fs};
 use crate::info_log::{self, InfoLogger, info};
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator, OpenTable};
 use crate::key;
+use crate::layout::flsm::seeks::ReadCost;
 use crate::manifest::FileMeta;
 use crate::memtable::{LookupResult, MemTable};
 use crate::options::{Layout, Memory, Options, ReadOptions, WriteOptions};
@@ -258,12 +259,10 @@ impl Db {
             }
         }
         let threshold = inner.seek_threshold();
-        let (found, crossed) = sv
+        let (found, cost) = sv
             .version
             .get_counting(&inner.tables, key, seq, threshold)?;
-        if crossed {
-            background::seek_threshold_crossed(inner);
-        }
+        inner.count_read_cost(cost);
         match found {
             Lookup::Found(v) => Ok(Some(v)),
             Lookup::Deleted | Lookup::NotFound => Ok(None),
@@ -552,6 +551,10 @@ impl Drop for Db {
     }
 }
 
+/// How much more the reads must have paid for overlapping tables (`overlap_read_bytes`) before
+/// the background threads look again for a hot guard the seek budget could not afford.
+const OVERLAP_WAKE_BYTES: u64 = 64 << 20;
+
 impl DbInner {
     /// The seek count at which a guard is due for seek-based compaction; 0 when reads are not
     /// counted (leveled layout, or seek compaction disabled).
@@ -561,6 +564,25 @@ impl DbInner {
                 flsm.seek_compaction_threshold
             }
             Layout::Flsm(_) | Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 0,
+        }
+    }
+
+    /// Adds what a read paid for overlapping tables to `overlap_read_bytes` (seek-based
+    /// compaction's budget grows with it) and wakes the background threads when the read made
+    /// a guard hot, or when the reads earned another [`OVERLAP_WAKE_BYTES`]: a hot guard that
+    /// did not fit the budget may fit now.
+    pub(super) fn count_read_cost(&self, cost: ReadCost) {
+        let mut wake = cost.crossed;
+        if cost.extra_tables > 0 {
+            let bytes = cost.extra_tables * self.options.block_size as u64;
+            let before = self
+                .counters
+                .overlap_read_bytes
+                .fetch_add(bytes, Ordering::Relaxed);
+            wake |= before / OVERLAP_WAKE_BYTES != (before + bytes) / OVERLAP_WAKE_BYTES;
+        }
+        if wake {
+            background::seek_threshold_crossed(self);
         }
     }
 

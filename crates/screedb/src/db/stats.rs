@@ -94,6 +94,10 @@ counters! {
     seek_compactions,
     /// Bytes of tables written by seek-based compactions (also in `compaction_bytes_written`).
     seek_compaction_bytes_written,
+    /// Bytes of block reads that overlapping tables cost reads: one block (`block_size`) per
+    /// table a seek positioned, or a get read in vain, beyond one per level (FLSM). A share of
+    /// them is seek-based compaction's write budget.
+    overlap_read_bytes,
     /// Writes delayed by the slowdown stage.
     stall_slowdowns,
     /// Times writers stopped until background work caught up.

@@ -510,9 +510,9 @@ mod tests {
         }
     }
 
-    /// Lazy seeks inside a merge: every other entry in tables (with gaps between them, where
-    /// lazy seeks land), the rest in a second child; the merge matches the model in every
-    /// direction, and the tables' unopened positions never show.
+    // Lazy seeks inside a merge: every other entry in tables (with gaps between them, where
+    // lazy seeks land), the rest in a second child; the merge matches the model in every
+    // direction, and the tables' unopened positions never show.
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 

@@ -28,6 +28,7 @@ pub use set::{RecoveredState, VersionSet};
 use crate::comparator::InternalKeyComparator;
 use crate::error::Result;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::layout::flsm::seeks::ReadCost;
 use crate::layout::flsm::{guards, seeks};
 use crate::layout::{self, LayoutKind};
 use crate::manifest::FileMeta;
@@ -307,16 +308,17 @@ impl Version {
     /// fragments: a fragment whose filter let the key through but whose data block did not hold
     /// it, while other fragments of the guard were candidates too (a block read that a merged
     /// guard would have saved; a fragment its filter rules out costs no read and counts
-    /// nothing). The flag is true when a guard's count reached `threshold` with this lookup
-    /// (0: never). Iterator seeks are counted by [`Version::record_seek`].
+    /// nothing). The cost says how many such reads it paid, and whether a guard's count reached
+    /// `threshold` with this lookup (0: never). Iterator seeks are counted by
+    /// [`Version::record_seek`].
     pub fn get_counting(
         &self,
         tables: &TableCache,
         user_key: &[u8],
         snapshot: SequenceNumber,
         threshold: u32,
-    ) -> Result<(Lookup, bool)> {
-        let mut crossed = false;
+    ) -> Result<(Lookup, ReadCost)> {
+        let mut cost = ReadCost::default();
         let target = key::make_internal_key(user_key, snapshot, ValueKind::FOR_SEEK);
         let ucmp = self.icmp.user();
         // The trie layout hashes the key once per lookup (every table it probes is an HTable).
@@ -337,14 +339,14 @@ impl Version {
                         None => table.probe(user_key, &target)?,
                     };
                     if let Probe::Hit(found, _) = probe {
-                        return Ok((found, crossed));
+                        return Ok((found, cost));
                     }
                 }
                 continue;
             }
             if let Some(h) = &hash {
                 match layout::trie::probe_level(self, tables, level, h, user_key, &target)? {
-                    Some(found) => return Ok((found, crossed)),
+                    Some(found) => return Ok((found, cost)),
                     None => continue,
                 }
             }
@@ -354,7 +356,7 @@ impl Version {
             let mut candidates = layout::point_candidates(self, level, user_key, &target);
             if let [f] = candidates.as_slice() {
                 if let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)? {
-                    return Ok((found, crossed));
+                    return Ok((found, cost));
                 }
                 continue;
             }
@@ -369,16 +371,17 @@ impl Version {
                         best = Some((found, seq));
                     }
                     Probe::Missed if threshold > 0 => {
-                        crossed |= self.bump(level, user_key) == threshold;
+                        cost.extra_tables += 1;
+                        cost.crossed |= self.bump(level, user_key) == threshold;
                     }
                     Probe::Hit(..) | Probe::Missed | Probe::Filtered => {}
                 }
             }
             if let Some((found, _)) = best {
-                return Ok((found, crossed));
+                return Ok((found, cost));
             }
         }
-        Ok((Lookup::NotFound, crossed))
+        Ok((Lookup::NotFound, cost))
     }
 
     fn probe(

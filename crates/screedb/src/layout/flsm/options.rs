@@ -50,14 +50,18 @@ pub struct FlsmOptions {
     /// Seek-based compaction: a guard whose reads paid for its overlapping fragments this many
     /// times since the last version change (iterator seeks that positioned more than one of
     /// them; gets that read a block of one that did not hold the key while others were
-    /// candidates) has its fragments merged in place, even when nothing is written. 0
+    /// candidates) has its fragments merged in place, even when nothing is written; so is
+    /// level 0 into level 1 once this many seeks positioned more than one level-0 table. 0
     /// disables. Default: 1024.
     /// PebblesDB: 10 consecutive seeks; LevelDB: one seek per 16 KiB of a table.
     pub seek_compaction_threshold: u32,
-    /// Write budget of seek-based compaction, in percent of the user bytes written: a seek
-    /// compaction runs only while the bytes all seek compactions wrote plus its input bytes
-    /// stay within `percent * user_bytes_written / 100` (so reads can never make compaction
-    /// run away, cockroachdb/pebble#1143). 0 disables. Default: 10.
+    /// Write budget of seek-based compaction, in percent of what writes and reads earned: a
+    /// seek compaction runs only while the bytes all seek compactions wrote plus its input
+    /// bytes stay within `percent * (user_bytes_written + overlap_read_bytes) / 100`, where
+    /// `overlap_read_bytes` counts one block (`block_size`) per table a read paid for beyond
+    /// one per level (see `Stats`). Reads that keep paying for overlapping tables thus earn the
+    /// compaction that removes the overlap, and compaction can never run away from them
+    /// (cockroachdb/pebble#1143). 0 disables. Default: 10.
     pub seek_compaction_budget_percent: u64,
 }
 

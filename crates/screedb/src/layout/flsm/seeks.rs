@@ -1,7 +1,12 @@
 //! Seek counters of the FLSM layout: per level >= 1, one counter per guard, counting the reads
 //! that paid for the guard's overlapping fragments: iterator seeks that positioned more than one
 //! of them, and gets that read a data block of one that did not hold the key while others were
-//! candidates (see [`Version::get_counting`]).
+//! candidates (see [`Version::get_counting`]). Level 0 has one counter: seeks that positioned
+//! more than one level-0 table.
+//!
+//! Each such read also reports what it paid ([`ReadCost`]: one block per table beyond the
+//! first); the database adds it up, and seek-based compaction may spend a share of it in
+//! writes (`FlsmOptions::seek_compaction_budget_percent`).
 //!
 //! The counters belong to one [`super::Version`]. A new version carries over the count of every
 //! guard whose bounds and fragments it kept unchanged ([`carry_over`]), so flushes and
@@ -24,14 +29,14 @@ pub struct SeekCounters {
 
 impl SeekCounters {
     /// Zeroed counters for levels with `guards_per_level[level]` guards each (plus the
-    /// sentinel guard; level 0 gets none).
+    /// sentinel guard; level 0 gets one, for the whole level).
     pub fn new(guards_per_level: impl IntoIterator<Item = usize>) -> Self {
         SeekCounters {
             levels: guards_per_level
                 .into_iter()
                 .enumerate()
                 .map(|(level, n)| {
-                    let len = if level == 0 { 0 } else { n + 1 };
+                    let len = if level == 0 { 1 } else { n + 1 };
                     (0..len).map(|_| AtomicU32::new(0)).collect()
                 })
                 .collect(),
@@ -99,6 +104,19 @@ pub(crate) fn carry_over(
     into: &SeekCounters,
 ) {
     let ucmp = base.icmp().user().as_ref();
+    // Level 0's count stands while its tables do.
+    if let (Some(old), Some(new), Some(files)) = (
+        base.seek_counters().levels.first().and_then(|l| l.first()),
+        into.levels.first().and_then(|l| l.first()),
+        levels.first(),
+    ) && base
+        .files(0)
+        .iter()
+        .map(|f| f.number)
+        .eq(files.iter().map(|f| f.number))
+    {
+        new.store(old.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
     for (level, counts) in base.seek_counters().levels.iter().enumerate().skip(1) {
         let (Some(files), Some(keys)) = (levels.get(level), guards.get(level)) else {
             continue;
@@ -142,13 +160,26 @@ impl Version {
 
     /// Counts an iterator seek to `user_key`: at every level >= 1 where more than one fragment
     /// overlaps the key (the seek had to position several tables of one guard), the guard's
-    /// counter goes up. True when a count reached `threshold` (0: counts nothing).
-    pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> bool {
+    /// counter goes up, and level 0's when more than one of its tables holds the key's range.
+    /// Returns what the seek paid and whether a count reached `threshold` (0: counts nothing).
+    pub fn record_seek(&self, user_key: &[u8], threshold: u32) -> ReadCost {
+        let mut cost = ReadCost::default();
         if threshold == 0 || !self.layout().has_guards() {
-            return false;
+            return cost;
         }
         let ucmp = self.icmp().user();
-        let mut crossed = false;
+        let holds = |f: &FileRef| {
+            ucmp.compare(user_key, f.smallest_user_key()) != KeyOrder::Less
+                && ucmp.compare(user_key, f.largest_user_key()) != KeyOrder::Greater
+        };
+        let level0 = self.files(0).iter().filter(|f| holds(f)).count();
+        let mut tally = |level: usize, tables: usize| {
+            if tables > 1 {
+                cost.extra_tables += tables as u64 - 1;
+                cost.crossed |= self.bump(level, user_key) == threshold;
+            }
+        };
+        tally(0, level0);
         for level in 1..self.num_levels() {
             let overlapping = self
                 .runs(level)
@@ -157,18 +188,23 @@ impl Version {
                     let i = run.partition_point(|f| {
                         ucmp.compare(f.largest_user_key(), user_key) == KeyOrder::Less
                     });
-                    run.get(i).is_some_and(|f| {
-                        ucmp.compare(user_key, f.smallest_user_key()) != KeyOrder::Less
-                    })
+                    run.get(i).is_some_and(holds)
                 })
-                .take(2)
                 .count();
-            if overlapping > 1 {
-                crossed |= self.bump(level, user_key) == threshold;
-            }
+            tally(level, overlapping);
         }
-        crossed
+        cost
     }
+}
+
+/// What one read paid for overlapping tables (see the module comment).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadCost {
+    /// Tables the read positioned or read a block of beyond one per level: each cost a block
+    /// read that a merged guard (or an empty level 0) would have saved.
+    pub extra_tables: u64,
+    /// A guard's count reached the threshold with this read.
+    pub crossed: bool,
 }
 
 #[cfg(test)]
@@ -178,7 +214,8 @@ mod tests {
     #[test]
     fn counts_per_guard_and_lists_hot_guards() {
         let c = SeekCounters::new([0, 2, 1]);
-        assert_eq!(c.record(0, 0), 0, "level 0 has no guards");
+        assert_eq!(c.record(0, 0), 1, "level 0 has one counter");
+        assert_eq!(c.record(0, 1), 0, "and no guards");
         assert_eq!(c.record(1, 3), 0, "no such guard");
         for _ in 0..3 {
             c.record(1, 2);
@@ -186,7 +223,7 @@ mod tests {
         assert_eq!(c.record(2, 0), 1);
         assert_eq!(c.count(1, 2), 3);
         assert_eq!(c.hot(2), vec![(1, 2, 3)]);
-        assert_eq!(c.hot(1), vec![(1, 2, 3), (2, 0, 1)]);
+        assert_eq!(c.hot(1), vec![(1, 2, 3), (0, 0, 1), (2, 0, 1)]);
         assert!(c.hot(0).is_empty(), "threshold 0 disables");
     }
 }

@@ -80,14 +80,35 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// Seek-based compaction: the hottest guard (see [`crate::version::seeks`]) whose count
 /// reached `seek_compaction_threshold`, whose fragments overlap (so a read probes several) and
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
-/// exactly the guard's bytes, and afterwards a read probes one fragment there.
+/// exactly the guard's bytes, and afterwards a read probes one fragment there. When level 0's
+/// count is the hottest (seeks positioned several of its tables), level 0 is compacted into
+/// level 1 as it would be at its trigger, within the same budget: a store that stopped taking
+/// writes otherwise keeps its level-0 tables, and every read pays for each of them.
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
     let threshold = options_of(options).seek_compaction_threshold;
     if threshold == 0 || state.seek_budget_bytes == 0 {
         return None;
     }
+    let fits = |bytes: u64| bytes.saturating_add(bytes / 8) <= state.seek_budget_bytes;
     let ucmp = version.icmp().user();
     for (level, index, _) in version.seek_counters().hot(threshold) {
+        if level == 0 {
+            if version.files(0).len() < 2 {
+                continue;
+            }
+            match Flsm::level0(version, options, state) {
+                Some(Choice::Merge(mut spec)) => {
+                    let bytes = spec.inputs.iter().flat_map(|(_, f)| f).map(|f| f.file_size);
+                    if fits(bytes.sum()) {
+                        spec.seek = true;
+                        return Some(Choice::Merge(spec));
+                    }
+                }
+                Some(moved @ Choice::Move { .. }) => return Some(moved),
+                _ => {}
+            }
+            continue;
+        }
         let mut frags = version.guard_files(level, index);
         frags.sort_by(|a, b| ucmp.compare(a.smallest_user_key(), b.smallest_user_key()));
         let overlap = frags.windows(2).any(|w| {
@@ -96,10 +117,7 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
         });
         let bytes: u64 = frags.iter().map(|f| f.file_size).sum();
         // Outputs may carry a little more per-table overhead than the inputs: keep 1/8 slack.
-        if !overlap
-            || bytes.saturating_add(bytes / 8) > state.seek_budget_bytes
-            || frags.iter().any(|f| state.busy_files.contains(&f.number))
-        {
+        if !overlap || !fits(bytes) || frags.iter().any(|f| state.busy_files.contains(&f.number)) {
             continue;
         }
         let (smallest, largest) = key_range(version, &frags)?;

@@ -292,15 +292,19 @@ fn budget(bytes: u64) -> State {
 fn a_hot_guard_is_merged_in_place_once_its_seeks_reach_the_threshold() {
     let v = seek_version();
     let o = seek_options(3);
-    assert!(!v.record_seek(b"i", 3), "1 of 3");
-    assert!(!v.record_seek(b"u", 3), "one fragment at u: not counted");
-    assert!(!v.record_seek(b"j", 3), "2 of 3");
+    assert!(!v.record_seek(b"i", 3).crossed, "1 of 3");
+    assert_eq!(
+        v.record_seek(b"u", 3).extra_tables,
+        0,
+        "one fragment at u: not counted"
+    );
+    assert!(!v.record_seek(b"j", 3).crossed, "2 of 3");
     assert!(
         matches!(Flsm.choose(&v, &o, &budget(1000)), Choice::DoNothing),
         "under the threshold"
     );
-    assert!(v.record_seek(b"k", 3), "3 of 3 crosses");
-    assert!(!v.record_seek(b"k", 3), "crossing is reported once");
+    assert!(v.record_seek(b"k", 3).crossed, "3 of 3 crosses");
+    assert!(!v.record_seek(b"k", 3).crossed, "crossing is reported once");
     assert_eq!(v.seek_counters().count(2, 1), 4);
     assert_eq!(v.seek_counters().count(2, 3), 0);
     let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(1000)) else {
@@ -322,10 +326,59 @@ fn a_hot_guard_is_merged_in_place_once_its_seeks_reach_the_threshold() {
 }
 
 #[test]
+fn seeks_that_pay_for_several_level0_tables_compact_level0_within_the_budget() {
+    let mut o = seek_options(2);
+    o.l0_compaction_trigger = 4;
+    let v = version(
+        GUARDS,
+        vec![(0, file(20, "a", "z", 40)), (0, file(21, "b", "y", 40))],
+    );
+    assert!(
+        matches!(Flsm.choose(&v, &o, &budget(1000)), Choice::DoNothing),
+        "two tables are under the trigger"
+    );
+    let cost = v.record_seek(b"c", 2);
+    assert_eq!(cost.extra_tables, 1, "two level-0 tables hold c");
+    assert!(!cost.crossed);
+    assert_eq!(v.record_seek(b"a", 2).extra_tables, 0, "only one holds a");
+    assert!(v.record_seek(b"x", 2).crossed);
+    // 80 bytes + 1/8 slack = 90.
+    assert!(matches!(
+        Flsm.choose(&v, &o, &budget(89)),
+        Choice::DoNothing
+    ));
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(90)) else {
+        panic!("level 0 compaction")
+    };
+    assert!(spec.seek);
+    assert_eq!((spec.inputs[0].0, spec.output_level), (0, 1));
+    assert_eq!(
+        numbers(&spec.inputs[0].1),
+        vec![21, 20],
+        "level 0, newest first"
+    );
+    // The count stands while level 0 does, and is gone once its tables change.
+    let mut b = VersionBuilder::new(&v);
+    b.apply(&VersionEdit {
+        new_files: vec![(3, file(22, "x", "y", 10))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    assert_eq!(b.build().seek_counters().count(0, 0), 2);
+    let mut b = VersionBuilder::new(&v);
+    b.apply(&VersionEdit {
+        new_files: vec![(0, file(23, "a", "b", 10))],
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    assert_eq!(b.build().seek_counters().count(0, 0), 0);
+}
+
+#[test]
 fn seek_compaction_stays_within_its_budget() {
     let v = seek_version();
     let o = seek_options(1);
-    assert!(v.record_seek(b"i", 1));
+    assert!(v.record_seek(b"i", 1).crossed);
     // 300 bytes + 1/8 slack = 337.
     for (left, fires) in [
         (0, false),
