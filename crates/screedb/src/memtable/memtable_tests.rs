@@ -219,38 +219,45 @@ proptest! {
         snapshots in proptest::collection::vec(0u64..300, 1..20),
         probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 1..20),
     ) {
-        let m = mem();
-        let mut model = Model::new();
-        // Unique sequence numbers, in an order unrelated to insertion order.
-        let mut seqs: Vec<u64> = (1..=ops.len() as u64).collect();
-        for i in (1..seqs.len()).rev() {
-            seqs.swap(i, (ops[i].3 % (i as u64 + 1)) as usize);
-        }
-        for ((key, del, value, _), seq) in ops.iter().zip(&seqs) {
-            let kind = if *del { ValueKind::Deletion } else { ValueKind::Value };
-            m.add(*seq, kind, key, value);
-            model.insert((key.clone(), std::cmp::Reverse(*seq)), (kind, value.clone()));
-        }
-        let want: Vec<_> = model
-            .iter()
-            .map(|((k, s), (kind, v))| (k.clone(), s.0, *kind, v.clone()))
-            .collect();
-        prop_assert_eq!(m.len(), want.len());
-        prop_assert_eq!(&forward(&m), &want);
-        prop_assert_eq!(&backward(&m), &want);
-        for (probe, snap) in probes.iter().zip(snapshots.iter().cycle()) {
-            prop_assert_eq!(m.get(probe, *snap), model_get(&model, probe, *snap));
-            // seek agrees with the model's lower bound.
-            let mut it = m.iter();
-            it.seek(&make_internal_key(probe, *snap, ValueKind::FOR_SEEK));
-            let from = (probe.clone(), std::cmp::Reverse(*snap));
-            match model.range(from..).next() {
-                Some(((k, s), _)) => {
-                    prop_assert!(it.valid());
-                    let p = parse_internal_key(it.key()).unwrap();
-                    prop_assert_eq!((p.user_key, p.seq), (&k[..], s.0));
+        // Without a key filter, with one line of filter (it matches most keys) and with a
+        // larger one (it rules most absent keys out): the same answers.
+        for filter_bytes in [0, 64, 4096] {
+            let m = Arc::new(
+                MemTable::new(InternalKeyComparator::new(default_comparator()))
+                    .with_key_filter(filter_bytes),
+            );
+            let mut model = Model::new();
+            // Unique sequence numbers, in an order unrelated to insertion order.
+            let mut seqs: Vec<u64> = (1..=ops.len() as u64).collect();
+            for i in (1..seqs.len()).rev() {
+                seqs.swap(i, (ops[i].3 % (i as u64 + 1)) as usize);
+            }
+            for ((key, del, value, _), seq) in ops.iter().zip(&seqs) {
+                let kind = if *del { ValueKind::Deletion } else { ValueKind::Value };
+                m.add(*seq, kind, key, value);
+                model.insert((key.clone(), std::cmp::Reverse(*seq)), (kind, value.clone()));
+            }
+            let want: Vec<_> = model
+                .iter()
+                .map(|((k, s), (kind, v))| (k.clone(), s.0, *kind, v.clone()))
+                .collect();
+            prop_assert_eq!(m.len(), want.len());
+            prop_assert_eq!(&forward(&m), &want);
+            prop_assert_eq!(&backward(&m), &want);
+            for (probe, snap) in probes.iter().zip(snapshots.iter().cycle()) {
+                prop_assert_eq!(m.get(probe, *snap), model_get(&model, probe, *snap));
+                // seek agrees with the model's lower bound.
+                let mut it = m.iter();
+                it.seek(&make_internal_key(probe, *snap, ValueKind::FOR_SEEK));
+                let from = (probe.clone(), std::cmp::Reverse(*snap));
+                match model.range(from..).next() {
+                    Some(((k, s), _)) => {
+                        prop_assert!(it.valid());
+                        let p = parse_internal_key(it.key()).unwrap();
+                        prop_assert_eq!((p.user_key, p.seq), (&k[..], s.0));
+                    }
+                    None => prop_assert!(!it.valid()),
                 }
-                None => prop_assert!(!it.valid()),
             }
         }
     }

@@ -8,6 +8,7 @@
 
 mod arena;
 mod bucket;
+mod filter;
 mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
@@ -22,6 +23,7 @@ use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::write_batch::{BatchOp, WriteBatch};
 
 use bucket::BufferedEntry;
+use filter::KeyFilter;
 use membuffer::{Membuffer, PutOutcome};
 pub use skiplist::BatchEntry;
 use skiplist::{Iter, SkipList};
@@ -43,9 +45,13 @@ pub enum LookupResult {
 /// With a membuffer ([`MemTable::with_membuffer`], FloDB's design), [`MemTable::put`] first
 /// tries a small hash table; buffered entries move to the skiplist by [`MemTable::drain`].
 /// Reads consult both. Iteration sees the skiplist only: drain first.
+///
+/// With a key filter ([`MemTable::with_key_filter`]), point reads skip the skiplist for keys it
+/// rules out (`filter.rs`).
 pub struct MemTable {
     list: Arc<SkipList>,
     buffer: Option<Membuffer>,
+    filter: Option<KeyFilter>,
     /// Puts that found no room in the membuffer and went to the skiplist (a statistic).
     fallbacks: AtomicU64,
 }
@@ -65,8 +71,18 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: None,
+            filter: None,
             fallbacks: AtomicU64::new(0),
         }
+    }
+
+    /// Adds a Bloom filter of about `bytes` over the keys of the skiplist (none for 0), so
+    /// point reads of keys it does not hold skip its search. Call before the first write.
+    #[must_use]
+    pub fn with_key_filter(mut self, bytes: usize) -> Self {
+        debug_assert!(self.is_empty());
+        self.filter = KeyFilter::with_bytes(bytes);
+        self
     }
 
     /// An empty memtable with a membuffer of about `buffer_bytes` of keys and values, in
@@ -79,6 +95,7 @@ impl MemTable {
         MemTable {
             list: Arc::new(SkipList::new(icmp)),
             buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
+            filter: None,
             fallbacks: AtomicU64::new(0),
         }
     }
@@ -93,7 +110,20 @@ impl MemTable {
                 .then(b.seq.cmp(&a.seq))
                 .then(b.kind.cmp(&a.kind))
         });
+        self.insert_sorted(entries);
+    }
+
+    /// Inserts sorted `entries` into the skiplist, each key into the filter first.
+    fn insert_sorted(&self, entries: &[BatchEntry<'_>]) {
+        if let Some(f) = &self.filter {
+            entries.iter().for_each(|e| f.insert(e.user_key));
+        }
         self.list.insert_sorted(entries);
+    }
+
+    /// True unless the key filter rules `user_key` out of the skiplist.
+    fn list_may_hold(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
     /// Inserts every operation of `batch` into the skiplist with one multi-insert
@@ -138,7 +168,7 @@ impl MemTable {
         };
         let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
-            self.list.insert_sorted(&[entry_ref(&old)]);
+            self.insert_sorted(&[entry_ref(&old)]);
         };
         if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
             self.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -162,6 +192,9 @@ impl MemTable {
             .and_then(|b| b.get(user_key, |e| (e.seq, lookup_of(&e))))
         {
             return Some(found);
+        }
+        if !self.list_may_hold(user_key) {
+            return None;
         }
         let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
         let (ikey, value) = self.list.seek(&target)?;
@@ -242,6 +275,9 @@ impl MemTable {
     /// added before (sequence numbers are unique); checked in debug builds only. Key and value
     /// sizes are expected to have passed [`crate::key::check_key_value`].
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if let Some(f) = &self.filter {
+            f.insert(user_key);
+        }
         self.list.insert(user_key, seq, kind, value);
     }
 
@@ -252,6 +288,9 @@ impl MemTable {
                 .flatten()
         }) {
             return found;
+        }
+        if !self.list_may_hold(user_key) {
+            return LookupResult::NotFound;
         }
         let target =
             key::make_internal_key(user_key, snapshot.min(MAX_SEQUENCE), ValueKind::FOR_SEEK);
@@ -285,9 +324,10 @@ impl MemTable {
         self.list.allocated_bytes() + self.buffer.as_ref().map_or(0, Membuffer::bytes)
     }
 
-    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB).
+    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB) and its key
+    /// filter.
     pub fn reserved_memory(&self) -> usize {
-        self.list.memory_usage()
+        self.list.memory_usage() + self.filter.as_ref().map_or(0, KeyFilter::bytes)
     }
 
     /// Entries in the skiplist plus entries in the membuffer (an entry being drained may be
