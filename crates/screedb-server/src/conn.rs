@@ -1,5 +1,6 @@
 //! One client connection: read what the client sent, run every whole request in it (a
-//! pipeline runs as it arrived), send the replies in one write, repeat.
+//! pipeline runs as it arrived), send the replies in one write, repeat. Plain SETs that arrive
+//! in a row are written as one batch ([`commands::execute_set_run`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,6 +14,9 @@ use crate::{Client, Shared, SyncMode, commands, resp};
 
 /// Replies are sent once this many bytes wait, even in the middle of a pipeline.
 const FLUSH_AT: usize = 64 << 10;
+
+/// Most plain SETs written as one batch.
+const SET_RUN: usize = 256;
 
 /// Decrements the client count when the connection ends, however it ends.
 struct Counted<'a>(&'a Shared);
@@ -51,11 +55,37 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     let flush_at = FLUSH_AT.min(shared.config.max_output_buffer / 2).max(1);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut out = BytesMut::with_capacity(16 << 10);
+    // Plain SETs parsed and not yet run: they run as one batch before anything else is.
+    let mut sets: Vec<resp::Request> = Vec::new();
+    let run_sets = |sets: &mut Vec<resp::Request>, client: &Client, out: &mut BytesMut| {
+        if sets.is_empty() {
+            return;
+        }
+        let reply = if blocking {
+            tokio::task::block_in_place(|| commands::execute_set_run(&shared, sets))
+        } else {
+            commands::execute_set_run(&shared, sets)
+        };
+        for _ in sets.drain(..) {
+            reply.encode(client.proto, out);
+        }
+    };
     loop {
         let mut close = false;
         loop {
-            match resp::parse(&mut input, &limits) {
+            let parsed = resp::parse(&mut input, &limits);
+            match &parsed {
+                Ok(Some(request)) if commands::is_plain_set(&client, request) => {}
+                _ => run_sets(&mut sets, &client, &mut out),
+            }
+            match parsed {
                 Ok(Some(request)) if request.is_empty() => {}
+                Ok(Some(request)) if commands::is_plain_set(&client, &request) => {
+                    sets.push(request);
+                    if sets.len() >= SET_RUN {
+                        run_sets(&mut sets, &client, &mut out);
+                    }
+                }
                 Ok(Some(request)) => {
                     let reply = if blocking {
                         // A synced write waits for an fsync: let the runtime move other

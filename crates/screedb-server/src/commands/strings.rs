@@ -172,6 +172,22 @@ pub fn mset(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
     Ok(OK)
 }
 
+/// Plain `SET key value` requests a pipeline sent in a row (see [`super::is_plain_set`]),
+/// written as MSET writes its pairs: one batch under the stripe locks of all their keys, a later
+/// SET of a key after an earlier one.
+pub fn set_run(shared: &Shared, sets: &[crate::resp::Request]) -> Res<()> {
+    let _locks = shared
+        .store
+        .lock_keys(sets.iter().filter_map(|r| r.get(1)).map(|k| k.as_ref()));
+    let mut batch = WriteBatch::new();
+    for r in sets {
+        if let [_, key, value] = r.as_slice() {
+            Store::put_string(&mut batch, key, value.clone(), 0);
+        }
+    }
+    shared.store.write(batch)
+}
+
 pub fn incr(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
     let name = arg(args, 0);
     let delta = if is(&name, "incr") {
