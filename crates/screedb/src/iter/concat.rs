@@ -398,8 +398,8 @@ mod tests {
     use super::*;
     use crate::iter::VecIterator;
     use crate::iter::merging::tests::{
-        Entry, FailingIterator, arb_ops, arb_raw, check_against_model, icmp, ikey, scan_backward,
-        scan_forward, sorted_entries,
+        Entry, FailingIterator, Op, arb_ops, arb_raw, check_against_model, icmp, ikey,
+        scan_backward, scan_forward, sorted_entries,
     };
     use crate::key::{MAX_SEQUENCE, ValueKind, make_internal_key};
     use proptest::collection::vec;
@@ -487,11 +487,7 @@ mod tests {
         ) {
             let all = sorted_entries(&raw, "t");
             let mut it = two_level(partition(&all, &cuts));
-            prop_assert_eq!(scan_forward(&mut it), all.clone());
-            let mut back = scan_backward(&mut it);
-            back.reverse();
-            prop_assert_eq!(&back, &all);
-            check_against_model(&mut it, &all, &ops)?;
+            scans_and_ops_match_model(&mut it, &all, &ops)?;
         }
 
         #[test]
@@ -502,11 +498,7 @@ mod tests {
         ) {
             let all = sorted_entries(&raw, "c");
             let (mut it, _) = concat(partition(&all, &cuts), None);
-            prop_assert_eq!(scan_forward(&mut it), all.clone());
-            let mut back = scan_backward(&mut it);
-            back.reverse();
-            prop_assert_eq!(&back, &all);
-            check_against_model(&mut it, &all, &ops)?;
+            scans_and_ops_match_model(&mut it, &all, &ops)?;
         }
     }
 
@@ -533,11 +525,7 @@ mod tests {
                 Box::new(VecIterator::new(other, icmp())),
             ];
             let mut it = crate::iter::MergingIterator::new(icmp(), children);
-            prop_assert_eq!(scan_forward(&mut it), all.clone());
-            let mut back = scan_backward(&mut it);
-            back.reverse();
-            prop_assert_eq!(&back, &all);
-            check_against_model(&mut it, &all, &ops)?;
+            scans_and_ops_match_model(&mut it, &all, &ops)?;
         }
     }
 
@@ -568,6 +556,19 @@ mod tests {
         it.seek(&ikey(1, 1));
         assert!(!it.prepare_value());
         assert_eq!(it.value(), [0]);
+    }
+
+    /// Both full scans give `all`, and `ops` agree with it as a model.
+    fn scans_and_ops_match_model(
+        it: &mut dyn InternalIterator,
+        all: &[Entry],
+        ops: &[Op],
+    ) -> Result<(), TestCaseError> {
+        prop_assert_eq!(scan_forward(it), all.to_vec());
+        let mut back = scan_backward(it);
+        back.reverse();
+        prop_assert_eq!(&back, all);
+        check_against_model(it, all, ops)
     }
 
     /// Ten tables of three user keys each: table `t` holds user keys `3t..3t+3`.
