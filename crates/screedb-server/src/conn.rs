@@ -74,18 +74,18 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
         let mut close = false;
         loop {
             let parsed = resp::parse(&mut input, &limits);
-            match &parsed {
-                Ok(Some(request)) if commands::is_plain_set(&client, request) => {}
-                _ => run_sets(&mut sets, &client, &mut out),
+            let joins_run = matches!(&parsed, Ok(Some(r)) if commands::is_plain_set(&client, r));
+            if !joins_run {
+                run_sets(&mut sets, &client, &mut out);
             }
             match parsed {
-                Ok(Some(request)) if request.is_empty() => {}
-                Ok(Some(request)) if commands::is_plain_set(&client, &request) => {
+                Ok(Some(request)) if joins_run => {
                     sets.push(request);
                     if sets.len() >= SET_RUN {
                         run_sets(&mut sets, &client, &mut out);
                     }
                 }
+                Ok(Some(request)) if request.is_empty() => {}
                 Ok(Some(request)) => {
                     let reply = if blocking {
                         // A synced write waits for an fsync: let the runtime move other
