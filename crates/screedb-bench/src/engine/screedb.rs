@@ -1,6 +1,5 @@
 //! ScreeDB behind [`Engine`].
 
-use std::ops::Bound;
 use std::path::Path;
 
 use screedb::table::CompressionType;
@@ -87,6 +86,9 @@ impl Engine for ScreeDbEngine {
         self.db.get(key)
     }
 
+    /// Through the cursor (`Db::iter`), whose key and value are borrowed until it moves, as
+    /// the peers' adapters read theirs (LevelDB's and RocksDB's raw iterators): `Db::range`
+    /// would hand out an owned copy of every entry.
     fn scan(
         &self,
         start: Option<&[u8]>,
@@ -94,23 +96,12 @@ impl Engine for ScreeDbEngine {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64> {
-        if !reverse {
-            let from = start.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
-            let mut n = 0;
-            for item in self.db.range((from, Bound::<Vec<u8>>::Unbounded))? {
-                if n == limit {
-                    break;
-                }
-                let (k, v) = item?;
-                visit(&k, &v);
-                n += 1;
-            }
-            return Ok(n);
-        }
         let mut it = self.db.iter(&ReadOptions::default())?;
-        match start {
-            None => it.seek_to_last(),
-            Some(k) => {
+        match (start, reverse) {
+            (None, false) => it.seek_to_first(),
+            (None, true) => it.seek_to_last(),
+            (Some(k), false) => it.seek(k),
+            (Some(k), true) => {
                 it.seek(k);
                 if !it.valid() {
                     it.seek_to_last();
@@ -123,7 +114,11 @@ impl Engine for ScreeDbEngine {
         while n < limit && it.valid() {
             visit(it.key(), it.value());
             n += 1;
-            it.prev();
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
         }
         it.status()?;
         Ok(n)
