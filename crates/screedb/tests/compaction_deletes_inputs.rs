@@ -49,3 +49,36 @@ fn compaction_inputs_are_deleted_while_open() {
     assert_eq!(tables_on_disk(dir.path()), live);
     db.close().unwrap();
 }
+
+/// An iterator that pins the tables a compaction replaced keeps them on disk, and deletes them
+/// when it is dropped: the reader that releases the last reference deletes, so nothing waits
+/// for the next background job (which, in a read-only phase, may never come).
+#[test]
+fn tables_an_iterator_pinned_are_deleted_when_it_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        target_file_size: 32 << 10,
+        l0_compaction_trigger: 8,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    for round in 0..3u32 {
+        for i in 0..1000u32 {
+            db.put(format!("key{i:06}"), format!("value-{round}-{i}"))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let it = db.iter(&screedb::ReadOptions::default()).unwrap();
+    db.compact_range(None, None).unwrap();
+    let live: usize = db.stats().files_per_level.iter().sum();
+    assert!(
+        tables_on_disk(dir.path()) > live,
+        "the iterator pins the replaced tables"
+    );
+    drop(it);
+    assert_eq!(tables_on_disk(dir.path()), live);
+    db.close().unwrap();
+}

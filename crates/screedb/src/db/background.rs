@@ -69,7 +69,7 @@ fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
         Layout::Flsm(flsm) => flsm.seek_compaction_budget_percent,
         Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 0,
     };
-    let user = inner
+    let earned = inner
         .counters
         .user_bytes_written
         .load(Ordering::Relaxed)
@@ -78,7 +78,7 @@ fn refresh_seek_budget(inner: &DbInner, st: &mut DbState) {
         .counters
         .seek_compaction_bytes_written
         .load(Ordering::Relaxed);
-    let budget = u64::try_from(u128::from(user) * u128::from(percent) / 100).unwrap_or(u64::MAX);
+    let budget = u64::try_from(u128::from(earned) * u128::from(percent) / 100).unwrap_or(u64::MAX);
     st.compaction.seek_budget_bytes = budget.saturating_sub(spent);
 }
 

@@ -13,7 +13,7 @@ use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
-use crate::version::obsolete::ObsoleteFiles;
+use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -37,21 +37,9 @@ pub struct DbIterator {
     /// an iterator never keeps a closed database alive).
     seek_counting: Option<Weak<DbInner>>,
     _pinned: Arc<SuperVersion>,
-    /// Dropped after `_pinned`: deletes the tables the pinned version was the last to hold.
-    _purge: PurgeOnDrop,
-}
-
-/// Deletes queued obsolete tables when dropped. An iterator may outlive the compaction that
-/// replaced its tables; when it goes, the reader pays for deleting them (as it did before
-/// deletion was queued), not a background thread that may be asleep.
-struct PurgeOnDrop(Arc<ObsoleteFiles>);
-
-impl Drop for PurgeOnDrop {
-    fn drop(&mut self) {
-        if self.0.has_queued() {
-            self.0.purge();
-        }
-    }
+    /// Dropped after `_pinned`: deletes the tables the pinned version was the last to hold (an
+    /// iterator may outlive the compaction that replaced them).
+    _purge: PurgeOnDrop<Arc<ObsoleteFiles>>,
 }
 
 impl std::fmt::Debug for DbIterator {

@@ -45,7 +45,7 @@ use crate::memtable::{LookupResult, MemTable};
 use crate::options::{Layout, Memory, Options, ReadOptions, WriteOptions};
 use crate::sync::lock;
 use crate::table::{BlockCache, TableCache, TableOptions};
-use crate::version::obsolete::ObsoleteFiles;
+use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
 use crate::version::{Lookup, Version, VersionSet};
 use crate::wal::LogWriter;
 use crate::write_batch::WriteBatch;
@@ -237,6 +237,9 @@ impl Db {
         // The sequence before the super version: every write it covers is then in a memtable
         // of this super version or in its tables.
         let seq = snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        // Dropped after `sv`: if this read held the last reference to a replaced table, it
+        // deletes it.
+        let _purge = PurgeOnDrop(&*inner.obsolete);
         let sv = inner.super_version.load_full();
         for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
             if snapshot.is_none() && mem.has_membuffer() {

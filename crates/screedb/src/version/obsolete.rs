@@ -7,12 +7,14 @@
 //! the queued files. The last holder is often dropped under the database mutex (installing a
 //! new super version) or by a reader, and unlinking a 64 MiB table took 13-30 ms there (the
 //! write latency maxima of 10M fillrandom), so the database's background threads purge, with
-//! no lock held, after each job and before they sleep. A table that is dropped without being
+//! no lock held, after each job and before they sleep, and a reader that released the last
+//! reference purges as it finishes ([`PurgeOnDrop`]). A table that is dropped without being
 //! marked (the database closing, a table moved to another level under the same number) is kept.
 
 use std::collections::HashSet;
+use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::filename;
@@ -28,6 +30,9 @@ pub struct ObsoleteFiles {
     marked: Mutex<HashSet<u64>>,
     /// Released marked tables not deleted yet.
     queued: Mutex<Vec<u64>>,
+    /// Whether `queued` holds anything (changed under its lock; read without it, so readers
+    /// can ask on every lookup).
+    any_queued: AtomicBool,
     /// Held for a whole purge: a purge returns only once every table queued before it is gone,
     /// even those another thread's purge took.
     purging: Mutex<()>,
@@ -53,6 +58,7 @@ impl ObsoleteFiles {
             tables,
             marked: Mutex::new(HashSet::new()),
             queued: Mutex::new(Vec::new()),
+            any_queued: AtomicBool::new(false),
             purging: Mutex::new(()),
             deleted: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -69,20 +75,26 @@ impl ObsoleteFiles {
     /// [`ObsoleteFiles::purge`] if it was marked. Cheap: may run under the database mutex.
     pub fn release(&self, number: u64) {
         if lock(&self.marked).remove(&number) {
-            lock(&self.queued).push(number);
+            let mut queued = lock(&self.queued);
+            queued.push(number);
+            self.any_queued.store(true, Ordering::Relaxed);
         }
     }
 
-    /// Whether released tables wait for [`ObsoleteFiles::purge`].
+    /// Whether released tables wait for [`ObsoleteFiles::purge`]: one relaxed load.
     pub fn has_queued(&self) -> bool {
-        !lock(&self.queued).is_empty()
+        self.any_queued.load(Ordering::Relaxed)
     }
 
     /// Deletes the queued tables (and their BloomClusters): closes them in the table cache and
     /// removes the files. Call with no database lock held.
     pub fn purge(&self) {
         let _purging = lock(&self.purging);
-        let queued = std::mem::take(&mut *lock(&self.queued));
+        let queued = {
+            let mut queued = lock(&self.queued);
+            self.any_queued.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *queued)
+        };
         for number in queued {
             self.tables.evict(number);
             // The table's BloomCluster, if it holds one (the trie layout), goes with it.
@@ -98,6 +110,15 @@ impl ObsoleteFiles {
         }
     }
 
+    /// Deletes the queued tables if there are any ([`ObsoleteFiles::purge`]). Unlike `purge`,
+    /// it does not wait for tables another thread's purge is deleting: for readers, which only
+    /// owe the deletion of what they released, not a caller that must see the files gone.
+    pub fn purge_if_queued(&self) {
+        if self.has_queued() {
+            self.purge();
+        }
+    }
+
     /// Tables deleted so far, and deletions that failed.
     pub fn counts(&self) -> (u64, u64) {
         (
@@ -109,5 +130,18 @@ impl ObsoleteFiles {
     /// The table cache (shared with the database).
     pub fn table_cache(&self) -> &Arc<TableCache> {
         &self.tables
+    }
+}
+
+/// Purges `F`'s queue when dropped, if anything waits. A reader declares it before the super
+/// version it pins, so that the reader that released the last reference to a replaced table
+/// deletes it, as it did before deletion was queued, rather than leaving it to a background
+/// thread that may be asleep until the next job.
+#[derive(Debug)]
+pub struct PurgeOnDrop<F: Deref<Target = ObsoleteFiles>>(pub F);
+
+impl<F: Deref<Target = ObsoleteFiles>> Drop for PurgeOnDrop<F> {
+    fn drop(&mut self) {
+        self.0.purge_if_queued();
     }
 }
