@@ -92,7 +92,7 @@ pub struct Options {
     /// Bytes of a Bloom filter over each memtable's keys, as a fraction of
     /// `write_buffer_size`: a point read (get) skips the skiplist search of a memtable the
     /// filter rules its key out of (for 64 MiB memtables of 16-byte keys and 128-byte values,
-    /// 1/16 is about 80 bits per key). It costs a hash and one cache line per write. 0
+    /// 1/16 is about 80 bits per key). It costs a hash and one atomic OR per write. 0
     /// disables; at most 0.25. Default: 1/16. RocksDB: `memtable_prefix_bloom_size_ratio` with
     /// `memtable_whole_key_filtering` (default off).
     pub memtable_filter_ratio: f64,
@@ -118,10 +118,10 @@ pub struct Options {
     /// with no system call, no copy and no block cache entry (as LevelDB's mmap reads), and a
     /// compressed one is decompressed from the map into the block cache (20M-key store, before
     /// blocks were used in place: readrandom +30%, seekrandom +26%; in place, on a 10M-key
-    /// store: seekrandom 1.32x, readrandom 1.21x the copying reads). Tables are immutable once written, so
-    /// the mapping never changes under a reader; but a table file truncated by another program
-    /// while the database is open makes the process fail with SIGBUS instead of an error, and
-    /// mapped pages count in the process's resident size. A map that fails falls back to
+    /// store: seekrandom 1.32x, readrandom 1.21x the copying reads). Tables are immutable
+    /// once written, so the mapping never changes under a reader; but a table file truncated
+    /// by another program while the database is open makes the process fail with SIGBUS
+    /// instead of an error, and mapped pages count in the process's resident size. A map that fails falls back to
     /// `pread`. Default: true. RocksDB: `allow_mmap_reads` (default false); LevelDB maps up to
     /// 1000 tables by default on 64-bit systems.
     pub mmap_reads: bool,

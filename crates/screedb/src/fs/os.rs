@@ -109,11 +109,7 @@ impl RandomAccessFile for OsRandomAccess {
     /// A mapped file gives a view of the map: no copy.
     fn read_bytes(&self, offset: u64, len: usize) -> Result<Bytes> {
         match &self.source {
-            Source::Map(map) => {
-                super::slice_at(map, offset, len, &self.path)?;
-                let start = offset as usize;
-                Ok(map.slice(start..start + len))
-            }
+            Source::Map(map) => Ok(map.slice_ref(super::slice_at(map, offset, len, &self.path)?)),
             Source::File(_) => self.read_vec(offset, len).map(Bytes::from),
         }
     }
