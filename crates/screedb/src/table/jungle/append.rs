@@ -34,8 +34,8 @@ impl Append<'_, '_> {
         match self.base.read_node(node.handle, height == 1)? {
             Node::Leaf(old) => {
                 self.removed_entries += old.len() as u64;
-                self.removed_live += old.iter().map(LeafEntry::logical_len).sum::<u64>();
-                self.merge(old, batch)?;
+                self.removed_live += old.logical_len();
+                self.merge(old.entries(), batch)?;
                 self.packer.take_leaves(&mut self.w)
             }
             Node::Internal(children) => {
@@ -59,8 +59,8 @@ impl Append<'_, '_> {
 
     /// Merges a leaf's entries with batch entries (the batch wins a tie), applies the survivor
     /// rule and packs the survivors.
-    fn merge(&mut self, old: Vec<LeafEntry>, batch: &[LeafEntry]) -> Result<()> {
-        let mut old = old.into_iter().peekable();
+    fn merge(&mut self, old: impl Iterator<Item = LeafEntry>, batch: &[LeafEntry]) -> Result<()> {
+        let mut old = old.peekable();
         let mut new = batch.iter().cloned().peekable();
         let mut prev: Option<(Vec<u8>, u64)> = None;
         loop {
@@ -143,7 +143,7 @@ pub fn append_segment(
         removed_live: 0,
     };
     let level = if bc.height == 0 {
-        a.merge(Vec::new(), &entries)?;
+        a.merge(std::iter::empty(), &entries)?;
         a.packer.take_leaves(&mut a.w)?
     } else {
         let root = Child {
@@ -193,8 +193,8 @@ fn next_filter(
     }
     let mut b = BloomFilterBuilder::new(bits);
     base.for_each_leaf(&mut |leaf| {
-        for e in leaf {
-            b.add_key(key::user_key(&e.ikey));
+        for i in 0..leaf.len() {
+            b.add_key(key::user_key(leaf.ikey(i)));
         }
     })?;
     for e in batch {

@@ -76,17 +76,21 @@ impl TableReader for TreeTable {
         if !self.tree.may_contain(user_key) {
             return Ok(Probe::Filtered);
         }
-        let Some((ikey, value)) = self.tree.get(target)? else {
+        let Some((node, i)) = self.tree.find(target)? else {
             return Ok(Probe::Missed);
         };
-        let Some(parsed) = key::parse_internal_key(&ikey) else {
+        let Node::Leaf(leaf) = &*node else {
+            return Ok(Probe::Missed);
+        };
+        let Some(parsed) = key::parse_internal_key(leaf.ikey(i)) else {
             return Ok(Probe::Missed);
         };
         if self.tree.icmp.user().compare(parsed.user_key, user_key) != Ordering::Equal {
             return Ok(Probe::Missed);
         }
+        // Only a live value is read: a tombstone or another key costs no value record.
         let found = match parsed.kind {
-            ValueKind::Value => Lookup::Found(value),
+            ValueKind::Value => Lookup::Found(self.tree.resolve(leaf.value(i), false)?),
             ValueKind::Deletion => Lookup::Deleted,
         };
         Ok(Probe::Hit(found, parsed.seq))
@@ -109,9 +113,9 @@ impl TableReader for TreeTable {
                 cs.partition_point(|c| icmp.compare(&c.last, ikey) == Ordering::Less),
                 cs.len(),
             ),
-            Node::Leaf(es) => (
-                es.partition_point(|e| icmp.compare(&e.ikey, ikey) == Ordering::Less),
-                es.len(),
+            Node::Leaf(leaf) => (
+                leaf.partition_point(|k| icmp.compare(k, ikey) == Ordering::Less),
+                leaf.len(),
             ),
         };
         if n == 0 {

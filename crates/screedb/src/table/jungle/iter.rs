@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::TreeReader;
-use super::node::{Handle, LeafEntry, Node};
+use super::node::{Handle, Leaf, Node};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 
@@ -18,21 +18,28 @@ pub(super) struct Cursor {
 
 fn node_len(n: &Node) -> usize {
     match n {
-        Node::Leaf(es) => es.len(),
+        Node::Leaf(leaf) => leaf.len(),
         Node::Internal(cs) => cs.len(),
     }
 }
 
 impl Cursor {
-    /// The entry under the cursor.
-    pub(super) fn current(&self) -> Option<&LeafEntry> {
+    /// The leaf under the cursor and the entry's index in it.
+    pub(super) fn current(&self) -> Option<(&Leaf, usize)> {
         match self.stack.last() {
             Some((node, i)) => match &**node {
-                Node::Leaf(es) => es.get(*i),
-                Node::Internal(_) => None,
+                Node::Leaf(leaf) if *i < leaf.len() => Some((leaf, *i)),
+                _ => None,
             },
             None => None,
         }
+    }
+
+    /// The leaf node under the cursor and the entry's index in it (shared, so the position
+    /// outlives the cursor).
+    pub(super) fn position(&self) -> Option<(Arc<Node>, usize)> {
+        self.current()?;
+        self.stack.last().map(|(node, i)| (Arc::clone(node), *i))
     }
 
     /// Height of the node that would be pushed next.
@@ -90,9 +97,9 @@ impl Cursor {
                     h = c.handle;
                     self.stack.push((node, i));
                 }
-                Node::Leaf(es) => {
-                    let i = es.partition_point(|e| icmp.compare(&e.ikey, target) == Ordering::Less);
-                    let past = i >= es.len();
+                Node::Leaf(leaf) => {
+                    let i = leaf.partition_point(|k| icmp.compare(k, target) == Ordering::Less);
+                    let past = i >= leaf.len();
                     self.stack.push((node, i));
                     if past {
                         // Only a damaged range gets here: move on to the next leaf.
@@ -165,7 +172,7 @@ impl TreeIterator {
     /// Applies a move's result: resolves the value, or records the error and stops.
     fn settle(&mut self, moved: Result<()>) {
         let resolved = moved.and_then(|()| match self.cur.current() {
-            Some(e) => self.tree.resolve(&e.value, false).map(Some),
+            Some((leaf, i)) => self.tree.resolve(leaf.value(i), false).map(Some),
             None => Ok(None),
         });
         match resolved {
@@ -207,7 +214,7 @@ impl InternalIterator for TreeIterator {
         self.settle(r);
     }
     fn key(&self) -> &[u8] {
-        self.cur.current().map_or(&[], |e| &e.ikey)
+        self.cur.current().map_or(&[], |(leaf, i)| leaf.ikey(i))
     }
     fn value(&self) -> &[u8] {
         &self.value

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
+
 use crate::checksum;
 use crate::coding::{get_u32, get_u64, put_u32, put_u64};
 use crate::error::{Error, Result};
@@ -106,11 +108,157 @@ impl Child {
     }
 }
 
+/// A leaf entry's value, borrowed from its leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueSlot<'a> {
+    /// The value itself.
+    Inline(&'a [u8]),
+    /// A value record.
+    Stored(Handle),
+}
+
+impl ValueSlot<'_> {
+    /// Length of the value.
+    pub fn value_len(&self) -> u64 {
+        match self {
+            ValueSlot::Inline(v) => v.len() as u64,
+            ValueSlot::Stored(h) => u64::from(h.size),
+        }
+    }
+
+    /// An owned copy, for a writer.
+    pub fn to_owned(self) -> ValueRef {
+        match self {
+            ValueSlot::Inline(v) => ValueRef::Inline(v.to_vec()),
+            ValueSlot::Stored(h) => ValueRef::Stored(h),
+        }
+    }
+}
+
+/// A decoded leaf, read in place: its payload as read (a view of the file's map when the file is
+/// mapped, so nothing is copied) and where each entry's key lies. Decoding checks every entry's
+/// bounds and tag once; a lookup then binary-searches the keys with no allocation, which is what
+/// a get pays on every level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leaf {
+    payload: Bytes,
+    /// `(offset, length)` of each entry's internal key in `payload`; its value tag follows it.
+    keys: Vec<(u32, u32)>,
+    /// The end (past the trailer) of the furthest value record an entry refers to (0: none).
+    stored_end: u64,
+}
+
+impl Leaf {
+    /// Decodes a leaf payload; `None` if malformed.
+    fn decode(payload: Bytes) -> Option<Leaf> {
+        let mut c = Cur(&payload);
+        let count = c.u32()?;
+        // Every entry takes at least 9 bytes: a count larger than that is corrupt, not a huge
+        // alloc.
+        let mut keys = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 9));
+        let mut stored_end = 0;
+        for _ in 0..count {
+            let len = c.u32()?;
+            let at = payload.len() - c.0.len();
+            c.take(usize::try_from(len).ok()?)?;
+            keys.push((u32::try_from(at).ok()?, len));
+            match c.u8()? {
+                INLINE => {
+                    let n = usize::try_from(c.u32()?).ok()?;
+                    c.take(n)?;
+                }
+                REFERENCE => stored_end = stored_end.max(c.handle()?.end()),
+                _ => return None,
+            }
+        }
+        c.0.is_empty().then_some(Leaf {
+            payload,
+            keys,
+            stored_end,
+        })
+    }
+
+    /// Entries in the leaf.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True if the leaf has no entries (only a damaged file has such a leaf).
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The internal key of entry `i` (empty past the end).
+    pub fn ikey(&self, i: usize) -> &[u8] {
+        self.keys.get(i).map_or(&[], |&(at, len)| {
+            let at = at as usize;
+            self.payload.get(at..at + len as usize).unwrap_or_default()
+        })
+    }
+
+    /// The value of entry `i` (an empty inline value past the end).
+    pub fn value(&self, i: usize) -> ValueSlot<'_> {
+        let empty = ValueSlot::Inline(&[]);
+        let Some(&(at, len)) = self.keys.get(i) else {
+            return empty;
+        };
+        let Some(rest) = self.payload.get(at as usize + len as usize..) else {
+            return empty;
+        };
+        let mut c = Cur(rest);
+        // Decoding checked every tag and length, so these reads succeed.
+        let slot = match c.u8() {
+            Some(INLINE) => c
+                .u32()
+                .and_then(|n| c.take(usize::try_from(n).ok()?))
+                .map(ValueSlot::Inline),
+            Some(REFERENCE) => c.handle().map(ValueSlot::Stored),
+            _ => None,
+        };
+        slot.unwrap_or(empty)
+    }
+
+    /// Entry `i`, copied (for the write path, which merges entries into new leaves).
+    pub fn entry(&self, i: usize) -> LeafEntry {
+        LeafEntry {
+            ikey: self.ikey(i).to_vec(),
+            value: self.value(i).to_owned(),
+        }
+    }
+
+    /// Every entry, copied, in key order.
+    pub fn entries(&self) -> impl Iterator<Item = LeafEntry> + '_ {
+        (0..self.len()).map(|i| self.entry(i))
+    }
+
+    /// Key + value bytes of every entry (the unit of live bytes).
+    pub fn logical_len(&self) -> u64 {
+        (0..self.len())
+            .map(|i| self.ikey(i).len() as u64 + self.value(i).value_len())
+            .sum()
+    }
+
+    /// The number of leading entries whose key satisfies `pred` (which must hold for a prefix
+    /// of the entries, as `slice::partition_point`).
+    pub fn partition_point(&self, mut pred: impl FnMut(&[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.ikey(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
 /// A decoded node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
     /// Entries in internal-key order.
-    Leaf(Vec<LeafEntry>),
+    Leaf(Leaf),
     /// Children in key order (their ranges ascending and disjoint).
     Internal(Vec<Child>),
 }
@@ -184,40 +332,26 @@ impl<'a> Cur<'a> {
 }
 
 /// Decodes a node payload of record type `rtype`; `None` if malformed.
-pub fn decode_node(rtype: u8, payload: &[u8]) -> Option<Node> {
-    let mut c = Cur(payload);
+pub fn decode_node(rtype: u8, payload: Bytes) -> Option<Node> {
+    if rtype == LEAF_RECORD {
+        return Leaf::decode(payload).map(Node::Leaf);
+    }
+    if rtype != INTERNAL_RECORD {
+        return None;
+    }
+    let mut c = Cur(&payload);
     let count = c.u32()?;
-    // Every entry takes at least 9 bytes: a count larger than that is corrupt, not a huge alloc.
-    let cap = usize::try_from(count).ok()?.min(payload.len() / 9);
-    let node = match rtype {
-        LEAF_RECORD => {
-            let mut entries = Vec::with_capacity(cap);
-            for _ in 0..count {
-                let ikey = c.bytes()?;
-                let value = match c.u8()? {
-                    INLINE => ValueRef::Inline(c.bytes()?),
-                    REFERENCE => ValueRef::Stored(c.handle()?),
-                    _ => return None,
-                };
-                entries.push(LeafEntry { ikey, value });
-            }
-            Node::Leaf(entries)
-        }
-        INTERNAL_RECORD => {
-            let mut children = Vec::with_capacity(cap);
-            for _ in 0..count {
-                let (first, last) = (c.bytes()?, c.bytes()?);
-                children.push(Child {
-                    first,
-                    last,
-                    handle: c.handle()?,
-                });
-            }
-            Node::Internal(children)
-        }
-        _ => return None,
-    };
-    c.0.is_empty().then_some(node)
+    // Every child takes at least 20 bytes: a count larger than that is corrupt, not a huge alloc.
+    let mut children = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 20));
+    for _ in 0..count {
+        let (first, last) = (c.bytes()?, c.bytes()?);
+        children.push(Child {
+            first,
+            last,
+            handle: c.handle()?,
+        });
+    }
+    c.0.is_empty().then_some(Node::Internal(children))
 }
 
 /// The trailer of a record of type `rtype` holding `payload`.
@@ -239,25 +373,54 @@ pub fn read_record(
     rtype: u8,
     verify: bool,
 ) -> Result<Vec<u8>> {
-    let what = record_name(rtype);
-    if handle
+    let size = record_len(path, extent, handle, rtype)?;
+    let mut buf = file.read_vec(handle.offset, size + RECORD_TRAILER_LEN)?;
+    check_record(&buf, path, handle, rtype, verify)?;
+    buf.truncate(size);
+    Ok(buf)
+}
+
+/// [`read_record`] as shared bytes: a view of the file's map when it is mapped (no copy).
+pub fn read_record_bytes(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    extent: u64,
+    handle: Handle,
+    rtype: u8,
+    verify: bool,
+) -> Result<Bytes> {
+    let size = record_len(path, extent, handle, rtype)?;
+    let buf = file.read_bytes(handle.offset, size + RECORD_TRAILER_LEN)?;
+    check_record(&buf, path, handle, rtype, verify)?;
+    Ok(buf.slice(..size))
+}
+
+/// The payload length of the record at `handle`, which must end at or below `extent`.
+fn record_len(path: &Path, extent: u64, handle: Handle, rtype: u8) -> Result<usize> {
+    match handle
         .offset
         .checked_add(u64::from(handle.size) + RECORD_TRAILER_LEN as u64)
-        .is_none_or(|end| end > extent)
     {
-        return Err(Error::corruption(
+        Some(end) if end <= extent => Ok(handle.size as usize),
+        _ => Err(Error::corruption(
             path,
             handle.offset,
             format!(
-                "{what} of {} bytes runs past the committed length {extent}",
+                "{} of {} bytes runs past the committed length {extent}",
+                record_name(rtype),
                 handle.size
             ),
-        ));
+        )),
     }
+}
+
+/// Checks a record read whole (payload and trailer): its type is `rtype` and, if `verify`, its
+/// checksum matches.
+fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool) -> Result<()> {
+    let what = record_name(rtype);
     let size = handle.size as usize;
-    let mut buf = file.read_vec(handle.offset, size + RECORD_TRAILER_LEN)?;
-    let (stored_type, stored_crc) = match buf.get(size..) {
-        Some([t, c @ ..]) => (*t, get_u32(c).unwrap_or_default()),
+    let (payload, stored_type, stored_crc) = match (buf.get(..size), buf.get(size..)) {
+        (Some(p), Some([t, c @ ..])) => (p, *t, get_u32(c).unwrap_or_default()),
         _ => return Err(Error::corruption(path, handle.offset, "short record read")),
     };
     if stored_type != rtype {
@@ -268,7 +431,7 @@ pub fn read_record(
         ));
     }
     if verify {
-        let crc = checksum::crc32c_extend(checksum::crc32c(&buf[..size]), &[stored_type]);
+        let crc = checksum::crc32c_extend(checksum::crc32c(payload), &[stored_type]);
         if checksum::unmask(stored_crc) != crc {
             return Err(Error::corruption(
                 path,
@@ -277,8 +440,7 @@ pub fn read_record(
             ));
         }
     }
-    buf.truncate(size);
-    Ok(buf)
+    Ok(())
 }
 
 /// What a record type holds, for error messages.
@@ -302,16 +464,13 @@ pub fn read_node(
     verify: bool,
 ) -> Result<Node> {
     let rtype = if leaf { LEAF_RECORD } else { INTERNAL_RECORD };
-    let payload = read_record(file, path, extent, handle, rtype, verify)?;
-    let node = decode_node(rtype, &payload);
+    let payload = read_record_bytes(file, path, extent, handle, rtype, verify)?;
+    let node = decode_node(rtype, payload);
     // Everything a node points to was written before it: this keeps a damaged (or crafted)
     // file from sending a reader round a cycle.
     let points_back = |h: &Handle| h.end() <= handle.offset;
     let well_formed = match &node {
-        Some(Node::Leaf(es)) => es.iter().all(|e| match &e.value {
-            ValueRef::Stored(h) => points_back(h),
-            ValueRef::Inline(_) => true,
-        }),
+        Some(Node::Leaf(leaf)) => leaf.stored_end <= handle.offset,
         Some(Node::Internal(cs)) => cs.iter().all(|c| points_back(&c.handle)),
         None => false,
     };

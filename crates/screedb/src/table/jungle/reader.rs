@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::commit::{read_commit_at, read_commit_ending_at};
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
-    FILTER_RECORD, Handle, LeafEntry, Node, VALUE_RECORD, ValueRef, read_node, read_record,
+    FILTER_RECORD, Handle, Leaf, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
@@ -226,16 +226,16 @@ impl TreeReader {
     }
 
     /// The bytes of a leaf entry's value.
-    pub(super) fn resolve(&self, value: &ValueRef, verify: bool) -> Result<Vec<u8>> {
+    pub(super) fn resolve(&self, value: ValueSlot<'_>, verify: bool) -> Result<Vec<u8>> {
         match value {
-            ValueRef::Inline(v) => Ok(v.clone()),
-            ValueRef::Stored(h) => {
+            ValueSlot::Inline(v) => Ok(v.to_vec()),
+            ValueSlot::Stored(h) => {
                 let verify = verify || self.opts.verify_checksums;
                 read_record(
                     &*self.file,
                     &self.path,
                     self.commit.offset,
-                    *h,
+                    h,
                     VALUE_RECORD,
                     verify,
                 )
@@ -246,11 +246,48 @@ impl TreeReader {
     /// The first entry whose internal key is >= `target` (like `Table::get_unfiltered`), its
     /// value resolved; `None` past the last entry.
     pub fn get(&self, target_ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let mut cur = Cursor::default();
-        cur.seek(self, target_ikey)?;
-        match cur.current() {
-            Some(e) => Ok(Some((e.ikey.clone(), self.resolve(&e.value, false)?))),
+        match self.find(target_ikey)? {
+            Some((leaf, i)) => {
+                let Node::Leaf(l) = &*leaf else {
+                    return Ok(None);
+                };
+                Ok(Some((l.ikey(i).to_vec(), self.resolve(l.value(i), false)?)))
+            }
             None => Ok(None),
+        }
+    }
+
+    /// The leaf and index of the first entry whose internal key is >= `target`; `None` past
+    /// the last entry. A get's descent: one node per level and no cursor (the cursor's stack is
+    /// only needed when the answer lies in the next leaf, which only a damaged range causes).
+    pub(super) fn find(&self, target: &[u8]) -> Result<Option<(Arc<Node>, usize)>> {
+        let Some(mut h) = self.root() else {
+            return Ok(None);
+        };
+        let mut height = self.commit.height;
+        loop {
+            let node = self.node(h, height == 1)?;
+            match &*node {
+                Node::Internal(cs) => {
+                    let i = cs
+                        .partition_point(|c| self.icmp.compare(&c.last, target) == Ordering::Less);
+                    let Some(c) = cs.get(i) else {
+                        return Ok(None);
+                    };
+                    h = c.handle;
+                    height = height.saturating_sub(1);
+                }
+                Node::Leaf(leaf) => {
+                    let i =
+                        leaf.partition_point(|k| self.icmp.compare(k, target) == Ordering::Less);
+                    if i < leaf.len() {
+                        return Ok(Some((node, i)));
+                    }
+                    let mut cur = Cursor::default();
+                    cur.seek(self, target)?;
+                    return Ok(cur.position());
+                }
+            }
         }
     }
 
@@ -260,16 +297,16 @@ impl TreeReader {
     }
 
     /// Calls `f` with every leaf's entries, in key order (no value is read).
-    pub(super) fn for_each_leaf(&self, f: &mut dyn FnMut(&[LeafEntry])) -> Result<()> {
+    pub(super) fn for_each_leaf(&self, f: &mut dyn FnMut(&Leaf)) -> Result<()> {
         match self.root() {
             Some(root) => self.walk(root, self.commit.height, f),
             None => Ok(()),
         }
     }
 
-    fn walk(&self, h: Handle, height: u32, f: &mut dyn FnMut(&[LeafEntry])) -> Result<()> {
+    fn walk(&self, h: Handle, height: u32, f: &mut dyn FnMut(&Leaf)) -> Result<()> {
         match self.read_node(h, height == 1)? {
-            Node::Leaf(entries) => f(&entries),
+            Node::Leaf(leaf) => f(&leaf),
             Node::Internal(children) => {
                 for c in children {
                     self.walk(c.handle, height - 1, f)?;
@@ -341,25 +378,31 @@ impl Verify<'_> {
         let icmp = &t.icmp;
         let node = read_node(&*t.file, &t.path, t.commit.offset, h, height == 1, true)?;
         let (got_first, got_last) = match &node {
-            Node::Leaf(es) => (es.first().map(|e| &e.ikey), es.last().map(|e| &e.ikey)),
-            Node::Internal(cs) => (cs.first().map(|c| &c.first), cs.last().map(|c| &c.last)),
+            Node::Leaf(l) if !l.is_empty() => {
+                (Some(l.ikey(0)), Some(l.ikey(l.len().saturating_sub(1))))
+            }
+            Node::Leaf(_) => (None, None),
+            Node::Internal(cs) => (
+                cs.first().map(|c| c.first.as_slice()),
+                cs.last().map(|c| c.last.as_slice()),
+            ),
         };
-        if got_first.map(Vec::as_slice) != Some(first) || got_last.map(Vec::as_slice) != Some(last)
-        {
+        if got_first != Some(first) || got_last != Some(last) {
             return Err(self.bad(h.offset, "node keys do not match its parent's range".into()));
         }
         match node {
-            Node::Leaf(entries) => {
-                if let (Some(prev), Some(e)) = (&self.last, entries.first())
-                    && icmp.compare_user(prev, &e.ikey) != Ordering::Less
+            Node::Leaf(leaf) => {
+                if let Some(prev) = &self.last
+                    && icmp.compare_user(prev, leaf.ikey(0)) != Ordering::Less
                 {
                     return Err(self.bad(h.offset, "leaf overlaps or splits a user key".into()));
                 }
-                for (i, e) in entries.iter().enumerate() {
-                    let Some(pk) = parse_internal_key(&e.ikey) else {
+                for i in 0..leaf.len() {
+                    let ikey = leaf.ikey(i);
+                    let Some(pk) = parse_internal_key(ikey) else {
                         return Err(self.bad(h.offset, format!("entry {i}: bad internal key")));
                     };
-                    if i > 0 && icmp.compare(&entries[i - 1].ikey, &e.ikey) != Ordering::Less {
+                    if i > 0 && icmp.compare(leaf.ikey(i - 1), ikey) != Ordering::Less {
                         return Err(self.bad(h.offset, format!("entry {i} out of order")));
                     }
                     let c = &t.commit;
@@ -369,11 +412,12 @@ impl Verify<'_> {
                     if !t.may_contain(pk.user_key) {
                         return Err(self.bad(h.offset, format!("entry {i}: not in the filter")));
                     }
-                    t.resolve(&e.value, true)?;
-                    self.live += e.logical_len();
+                    let value = leaf.value(i);
+                    t.resolve(value, true)?;
+                    self.live += ikey.len() as u64 + value.value_len();
                 }
-                self.entries += entries.len() as u64;
-                self.last = entries.last().map(|e| e.ikey.clone());
+                self.entries += leaf.len() as u64;
+                self.last = Some(leaf.ikey(leaf.len().saturating_sub(1)).to_vec());
             }
             Node::Internal(children) => {
                 for (i, c) in children.iter().enumerate() {
