@@ -124,12 +124,12 @@ pub struct BenchArgs {
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1,
           default_value = "true", default_missing_value = "true")]
     pub settle: bool,
-    /// Size at which ScreeDB cuts tables (Jungle: the live bytes a tree aims at). Default: the
-    /// engine's (64 MiB). Other engines ignore it.
+    /// Size at which ScreeDB cuts tables (Jungle: the live bytes a tree aims at) and RocksDB's
+    /// `target_file_size_base`. Default: the engine's (64 MiB). Other engines ignore it.
     #[arg(long)]
     pub target_file_size: Option<u64>,
-    /// Bytes level 1 may hold before it is compacted (ScreeDB; each deeper level 10x more).
-    /// Default: the engine's (256 MiB). Other engines ignore it.
+    /// Bytes level 1 may hold before it is compacted (ScreeDB and RocksDB; each deeper level 10x
+    /// more). Default: the engine's (256 MiB). Other engines ignore it.
     #[arg(long)]
     pub max_bytes_for_level_base: Option<u64>,
     /// Jungle's compaction factor C (a tree is rewritten once its file passes C times its live

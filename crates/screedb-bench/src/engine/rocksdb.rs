@@ -81,6 +81,13 @@ impl RocksDbEngine {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_write_buffer_size(config.write_buffer_size);
+        // The level shape flags ScreeDB takes, so "the same flags" means the same tree shape.
+        if let Some(bytes) = config.target_file_size {
+            opts.set_target_file_size_base(bytes);
+        }
+        if let Some(bytes) = config.max_bytes_for_level_base {
+            opts.set_max_bytes_for_level_base(bytes);
+        }
         opts.set_max_background_jobs(2);
         opts.set_compression_type(match config.compression {
             Compression::None => DBCompressionType::None,

@@ -178,6 +178,17 @@ impl Leaf {
         })
     }
 
+    /// The same leaf over its own copy of the payload, so it no longer shares (and keeps alive)
+    /// the buffer it was read from: a leaf kept in a cache must not pin the memory map of a file
+    /// that compaction may delete (the last view's drop would unmap it, and free the deleted
+    /// file's pages, in whichever reader evicts it).
+    pub fn detached(self) -> Leaf {
+        Leaf {
+            payload: Bytes::copy_from_slice(&self.payload),
+            ..self
+        }
+    }
+
     /// Entries in the leaf.
     pub fn len(&self) -> usize {
         self.keys.len()

@@ -207,7 +207,13 @@ impl TreeReader {
         if let Some((_, node)) = cache.cache.get(&key) {
             return Ok(node);
         }
-        let node = Arc::new(self.read_node(handle, leaf)?);
+        let node = match self.read_node(handle, leaf)? {
+            // A leaf read in place is a view of this file's map: the cache keeps a copy (see
+            // `Leaf::detached`).
+            Node::Leaf(l) if self.file.is_mapped() => Node::Leaf(l.detached()),
+            node => node,
+        };
+        let node = Arc::new(node);
         cache.cache.insert(key, (handle.size, Arc::clone(&node)));
         Ok(node)
     }
