@@ -134,6 +134,9 @@ pub enum Choice {
         file: FileRef,
         /// Level it moves to.
         to_level: usize,
+        /// A guard the move adds at `to_level` (Jungle: the table's smallest user key, when the
+        /// guard range it lands in already holds a tree below it, so each range keeps one).
+        new_guard: Option<Vec<u8>>,
     },
     /// Merge tables.
     Merge(MergeSpec),

@@ -229,8 +229,11 @@ fn run_choice<'a>(
             from_level,
             file,
             to_level,
+            new_guard,
         } => {
             let mut edit = job::move_edit(&file, from_level, to_level);
+            edit.added_guards
+                .extend(new_guard.map(|key| (to_level as u32, key)));
             Counters::add(&inner.counters.trivial_moves, 1);
             edit.stats = inner.counters.persisted();
             // The move is a job while its edit is written (the mutex is released meanwhile):

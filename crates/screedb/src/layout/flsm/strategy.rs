@@ -230,6 +230,7 @@ impl Flsm {
             from_level: level,
             file: Arc::clone(file),
             to_level: next,
+            new_guard: None,
         })
     }
 

@@ -115,6 +115,7 @@ fn a_fragment_that_fits_one_child_guard_moves_by_metadata() {
             from_level: 1,
             to_level: 2,
             file,
+            new_guard: None,
         } => assert_eq!(file.number, 3),
         other => panic!("expected a move, got {other:?}"),
     }

@@ -6,7 +6,8 @@
 //!   trees where a guard range has none;
 //! - a level `n >= 1` (not the last) whose file bytes pass C times its target (as in the paper,
 //!   so a value is appended to fewer levels): one tree, round robin by
-//!   key, is merged the same way into level `n + 1` and removed;
+//!   key, is merged the same way into level `n + 1` and removed, or moved there by metadata
+//!   when no tree there overlaps it and it fits one guard range (see [`Jungle::try_move`]);
 //! - a tree holding more than `split_factor * target_file_size` of live data is rewritten into
 //!   several (new guards cut it);
 //! - a tree whose file passes `compaction_factor` times its live bytes (plus the metadata a
@@ -87,6 +88,47 @@ fn is_busy(state: &State, files: &[FileRef]) -> bool {
 }
 
 impl Jungle {
+    /// A metadata move of tree `t` from `level` to `level + 1`, when it costs no write: no tree
+    /// there overlaps it, its keys fall in one guard range there, and a tree already in that
+    /// range (at most one) lies below it, so the move adds its smallest key as a guard and each
+    /// range still holds one tree. Ascending loads (fillseq) move every tree down instead of
+    /// writing each value again per level, as leveled's moves do.
+    fn try_move(version: &Version, state: &State, level: usize, t: &FileRef) -> Option<Choice> {
+        let out = level + 1;
+        if level == 0 || out >= version.num_levels() || t.format != TableFormat::Tree {
+            return None;
+        }
+        let (s, l) = (t.smallest_user_key(), t.largest_user_key());
+        let range = span(version, out, s, l);
+        if range.0 != range.1
+            || state.busy_files.contains(&t.number)
+            || !version.overlapping(out, Some(s), Some(l)).is_empty()
+            || span_busy(version, state, level, span(version, level, s, l))
+            || span_busy(version, state, out, range)
+        {
+            return None;
+        }
+        let ucmp = version.icmp().user();
+        let guards = version.guards(out);
+        let mut below = false;
+        for other in version.files(out) {
+            if guards::guard_index(ucmp.as_ref(), guards, other.smallest_user_key()) != range.0 {
+                continue;
+            }
+            if ucmp.compare(other.smallest_user_key(), l).is_gt() {
+                // A guard at `s` would leave this tree in the moved tree's range.
+                return None;
+            }
+            below = true;
+        }
+        Some(Choice::Move {
+            from_level: level,
+            file: Arc::clone(t),
+            to_level: out,
+            new_guard: below.then(|| s.to_vec()),
+        })
+    }
+
     /// The merge of `victims` (of `level`) into `level + 1`, appending to the trees there whose
     /// guard ranges the victims' keys reach; `None` when one of them, or a range, is busy.
     fn into_next(
@@ -230,6 +272,9 @@ impl CompactionStrategy for Jungle {
                 if t.format != TableFormat::Tree {
                     continue;
                 }
+                if let Some(moved) = Self::try_move(version, state, level, t) {
+                    return moved;
+                }
                 if let Some(spec) =
                     Self::into_next(version, options, state, level, vec![Arc::clone(t)])
                 {
@@ -269,3 +314,7 @@ impl CompactionStrategy for Jungle {
         Self::into_next(version, options, &State::default(), level, inputs)
     }
 }
+
+#[cfg(test)]
+#[path = "strategy_tests.rs"]
+mod tests;

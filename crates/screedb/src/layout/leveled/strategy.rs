@@ -79,6 +79,7 @@ impl Leveled {
                 from_level: level,
                 file: Arc::clone(&inputs[0]),
                 to_level: next,
+                new_guard: None,
             });
         }
         let mut spec = MergeSpec {
@@ -215,6 +216,7 @@ mod tests {
                 from_level: 1,
                 to_level: 2,
                 file,
+                new_guard: None,
             } => assert_eq!(file.number, 1),
             other => panic!("expected a move, got {other:?}"),
         }

@@ -1,0 +1,142 @@
+//! Unit tests of the Jungle strategy's metadata moves on hand-built versions (no files).
+use super::*;
+use crate::compaction::test_support::{empty_version, file};
+use crate::layout::LayoutKind;
+use crate::manifest::VersionEdit;
+use crate::version::VersionBuilder;
+
+/// Level 1 may hold 3 x 1000 file bytes before one of its trees goes down.
+fn options() -> Options {
+    Options {
+        max_bytes_for_level_base: 1000,
+        layout: Layout::Jungle(JungleOptions::DEFAULT),
+        ..Options::default()
+    }
+}
+
+/// A tree `number` over `smallest..=largest` of `size` bytes, all of them live.
+fn tree(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
+    FileMeta {
+        format: TableFormat::Tree,
+        live_bytes: size,
+        ..file(number, smallest, largest, size)
+    }
+}
+
+/// A Jungle version with `guards` as `(level, key)` and `files` as `(level, meta)`.
+fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
+    let base = empty_version(LayoutKind::Jungle);
+    let mut b = VersionBuilder::new(&base);
+    b.apply(&VersionEdit {
+        new_files: files,
+        added_guards: guards
+            .iter()
+            .map(|(l, k)| (*l, k.as_bytes().to_vec()))
+            .collect(),
+        ..VersionEdit::default()
+    })
+    .unwrap();
+    let v = b.build();
+    v.check_invariants().unwrap();
+    v
+}
+
+/// The version after `choice` (a move) is applied as the background thread applies it.
+fn after_move(v: &Version, choice: &Choice) -> Version {
+    let Choice::Move {
+        from_level,
+        file,
+        to_level,
+        new_guard,
+    } = choice
+    else {
+        panic!("expected a move, got {choice:?}")
+    };
+    let mut edit = crate::compaction::job::move_edit(file, *from_level, *to_level);
+    edit.added_guards
+        .extend(new_guard.clone().map(|k| (*to_level as u32, k)));
+    let mut b = VersionBuilder::new(v);
+    b.apply(&edit).unwrap();
+    b.build()
+}
+
+#[test]
+fn a_tree_past_the_last_tree_of_its_range_moves_and_adds_a_guard() {
+    // Level 1 is over its 3000-byte limit; level 2's only range holds a tree below "g".
+    let v = version(
+        &[],
+        vec![(1, tree(3, "g", "k", 5000)), (2, tree(6, "a", "c", 10))],
+    );
+    let choice = Jungle.choose(&v, &options(), &State::default());
+    match &choice {
+        Choice::Move {
+            from_level: 1,
+            to_level: 2,
+            file,
+            new_guard,
+        } => {
+            assert_eq!(file.number, 3);
+            assert_eq!(new_guard.as_deref(), Some(b"g".as_slice()));
+        }
+        other => panic!("expected a move, got {other:?}"),
+    }
+    let moved = after_move(&v, &choice);
+    moved.check_invariants().unwrap();
+    assert_eq!(moved.guards(2), &[b"g".to_vec()]);
+    assert_eq!(moved.files(2).len(), 2);
+    assert!(moved.files(1).is_empty());
+}
+
+#[test]
+fn a_tree_moves_into_an_empty_range_without_a_new_guard() {
+    // Level 2's range ["m", ..) is empty; its tree lies in the range below "m".
+    let v = version(
+        &[(2, "m")],
+        vec![(1, tree(3, "n", "q", 5000)), (2, tree(6, "a", "c", 10))],
+    );
+    match Jungle.choose(&v, &options(), &State::default()) {
+        Choice::Move {
+            file, new_guard, ..
+        } => {
+            assert_eq!(file.number, 3);
+            assert_eq!(new_guard, None);
+        }
+        other => panic!("expected a move, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_tree_that_overlaps_spans_guards_or_shares_a_range_from_below_is_merged() {
+    let cases = [
+        // Overlaps level 2's tree.
+        (vec![], tree(6, "h", "j", 10)),
+        // Level 2's tree lies above it in the same range: a guard at "g" would put both in one.
+        (vec![], tree(6, "x", "z", 10)),
+        // Spans level 2's guard "i".
+        (vec![(2, "i")], tree(6, "x", "z", 10)),
+    ];
+    for (guards, below) in cases {
+        let v = version(&guards, vec![(1, tree(3, "g", "k", 5000)), (2, below)]);
+        match Jungle.choose(&v, &options(), &State::default()) {
+            Choice::Merge(spec) => {
+                assert_eq!(spec.output_level, 2);
+                assert_eq!(spec.inputs[0].1[0].number, 3);
+            }
+            other => panic!("expected a merge, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_busy_range_or_tree_is_not_moved() {
+    let v = version(
+        &[],
+        vec![(1, tree(3, "g", "k", 5000)), (2, tree(6, "a", "c", 10))],
+    );
+    let mut state = State::default();
+    state.busy_ranges.push((2, b"h".to_vec(), b"h".to_vec()));
+    assert!(!matches!(
+        Jungle.choose(&v, &options(), &state),
+        Choice::Move { .. }
+    ));
+}
