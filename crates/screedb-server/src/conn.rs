@@ -27,6 +27,35 @@ impl Drop for Counted<'_> {
     }
 }
 
+/// Runs the plain SETs waiting in `sets` as one batch and encodes a reply for each. With
+/// `blocking` (`--sync always`) the batch waits for an fsync on the blocking pool, so this
+/// thread serves its other connections meanwhile.
+async fn run_sets(
+    shared: &Arc<Shared>,
+    sets: &mut Vec<resp::Request>,
+    blocking: bool,
+    proto: u8,
+    out: &mut BytesMut,
+) {
+    if sets.is_empty() {
+        return;
+    }
+    let n = sets.len();
+    let reply = if blocking {
+        let (sh, batch) = (Arc::clone(shared), std::mem::take(sets));
+        tokio::task::spawn_blocking(move || commands::execute_set_run(&sh, &batch))
+            .await
+            .unwrap_or_else(|_| Reply::err("internal error running the command"))
+    } else {
+        let reply = commands::execute_set_run(shared, sets);
+        sets.clear();
+        reply
+    };
+    for _ in 0..n {
+        reply.encode(proto, out);
+    }
+}
+
 /// Serves one connection until the client leaves, breaks the protocol, or the server stops.
 pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     shared.connections_received.fetch_add(1, Ordering::Relaxed);
@@ -57,42 +86,39 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     let mut out = BytesMut::with_capacity(16 << 10);
     // Plain SETs parsed and not yet run: they run as one batch before anything else is.
     let mut sets: Vec<resp::Request> = Vec::new();
-    let run_sets = |sets: &mut Vec<resp::Request>, client: &Client, out: &mut BytesMut| {
-        if sets.is_empty() {
-            return;
-        }
-        let reply = if blocking {
-            tokio::task::block_in_place(|| commands::execute_set_run(&shared, sets))
-        } else {
-            commands::execute_set_run(&shared, sets)
-        };
-        for _ in sets.drain(..) {
-            reply.encode(client.proto, out);
-        }
-    };
     loop {
         let mut close = false;
         loop {
             let parsed = resp::parse(&mut input, &limits);
             let joins_run = matches!(&parsed, Ok(Some(r)) if commands::is_plain_set(&client, r));
             if !joins_run {
-                run_sets(&mut sets, &client, &mut out);
+                run_sets(&shared, &mut sets, blocking, client.proto, &mut out).await;
             }
             match parsed {
                 Ok(Some(request)) if joins_run => {
                     sets.push(request);
                     if sets.len() >= SET_RUN {
-                        run_sets(&mut sets, &client, &mut out);
+                        run_sets(&shared, &mut sets, blocking, client.proto, &mut out).await;
                     }
                 }
                 Ok(Some(request)) if request.is_empty() => {}
                 Ok(Some(request)) => {
-                    let reply = if blocking {
-                        // A synced write waits for an fsync: let the runtime move other
-                        // connections to another thread meanwhile.
-                        tokio::task::block_in_place(|| {
-                            commands::execute(&shared, &mut client, &request)
+                    let reply = if blocking && commands::writes(&shared, &request) {
+                        // A synced write waits for an fsync: this thread serves its other
+                        // connections meanwhile.
+                        let (sh, mut c) = (Arc::clone(&shared), client.clone());
+                        let done = tokio::task::spawn_blocking(move || {
+                            let reply = commands::execute(&sh, &mut c, &request);
+                            (reply, c)
                         })
+                        .await;
+                        match done {
+                            Ok((reply, c)) => {
+                                client = c;
+                                reply
+                            }
+                            Err(_) => Reply::err("internal error running the command"),
+                        }
                     } else {
                         commands::execute(&shared, &mut client, &request)
                     };

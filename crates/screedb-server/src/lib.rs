@@ -20,6 +20,7 @@ pub mod reply;
 pub mod resp;
 pub mod store;
 mod sweep;
+mod workers;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -99,7 +100,8 @@ pub struct Config {
     pub options: screedb::Options,
     /// How often the sweeper (active expiry, old subkeys) runs. Default: 100 ms.
     pub sweep_interval: Duration,
-    /// Runtime threads serving connections ([`run`] only). Default: `None`, one per core.
+    /// Threads serving connections ([`run`] only; [`spawn`] uses 2), each a single-threaded
+    /// runtime that keeps the connections dealt to it. Default: `None`, one per core.
     pub threads: Option<usize>,
 }
 
@@ -181,7 +183,7 @@ impl Shared {
 }
 
 /// One connection's state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Client {
     pub(crate) id: u64,
     /// 2 or 3.
@@ -256,7 +258,17 @@ impl Server {
     /// Serves until a shutdown is requested, then stops accepting, lets every connection finish
     /// the commands it has read, and closes the database.
     pub async fn run(self) -> Result<(), ServerError> {
+        self.run_on(&[]).await
+    }
+
+    /// [`Server::run`], dealing connections round robin to this runtime and `workers` (other
+    /// runtimes, each driven by a thread of its own until this returns).
+    pub(crate) async fn run_on(
+        self,
+        workers: &[tokio::runtime::Handle],
+    ) -> Result<(), ServerError> {
         let Server { shared, listener } = self;
+        let mut next = 0usize;
         let mut stop = shared.shutdown.subscribe();
         let mut background = JoinSet::new();
         background.spawn(sweep::run(Arc::clone(&shared)));
@@ -270,7 +282,25 @@ impl Server {
                 _ = stop.wait_for(|s| *s) => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        conns.spawn(conn::serve(Arc::clone(&shared), stream));
+                        let shared = Arc::clone(&shared);
+                        next = next.wrapping_add(1);
+                        match workers.get(next % (workers.len() + 1)) {
+                            None => {
+                                conns.spawn(conn::serve(shared, stream));
+                            }
+                            // A socket belongs to the runtime that registered it: hand it over
+                            // as a std socket, registered again by the worker.
+                            Some(worker) => if let Ok(std) = stream.into_std() {
+                                conns.spawn_on(
+                                    async move {
+                                        if let Ok(stream) = tokio::net::TcpStream::from_std(std) {
+                                            conn::serve(shared, stream).await;
+                                        }
+                                    },
+                                    worker,
+                                );
+                            },
+                        }
                     }
                     // Out of descriptors and the like: wait a little rather than spin.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -389,33 +419,57 @@ impl Drop for RunningServer {
     }
 }
 
-fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, ServerError> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("screedb-server")
+/// Serves `config` on `threads` connection threads: this one, whose single-threaded runtime
+/// also accepts connections and runs the background tasks, and `threads - 1` more
+/// ([`workers::Workers`]). `ready` is called once the server listens; with `signals`, SIGINT
+/// and SIGTERM stop it.
+fn serve_on_threads(
+    config: Config,
+    threads: usize,
+    signals: bool,
+    ready: impl FnOnce(&Server) -> Result<(), ServerError>,
+) -> Result<(), ServerError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?)
+        .build()?;
+    let workers = workers::Workers::start(threads.max(1) - 1)?;
+    let result = rt.block_on(async {
+        let server = Server::bind(config).await?;
+        ready(&server)?;
+        if signals {
+            let handle = server.shutdown_handle();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                handle.shutdown();
+            });
+        }
+        server.run_on(workers.handles()).await
+    });
+    workers.stop();
+    result
 }
 
-/// Starts a server on a thread of its own (with a two-thread runtime) and returns once it
+/// Starts a server on a thread of its own (two connection threads) and returns once it
 /// listens.
 pub fn spawn(config: Config) -> Result<RunningServer, ServerError> {
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("screedb-server-main".to_string())
         .spawn(move || {
-            let rt = runtime(2)?;
-            rt.block_on(async move {
-                let server = match Server::bind(config).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return Ok(());
-                    }
-                };
+            let listening = std::cell::Cell::new(false);
+            let served = serve_on_threads(config, 2, false, |server| {
                 let _ = tx.send(Ok((server.local_addr()?, server.shutdown_handle())));
-                server.run().await
-            })
+                listening.set(true);
+                Ok(())
+            });
+            match served {
+                // Failed before listening: the caller hears it from the channel.
+                Err(e) if !listening.get() => {
+                    let _ = tx.send(Err(e));
+                    Ok(())
+                }
+                other => other,
+            }
         })?;
     match rx.recv() {
         Ok(Ok((addr, handle))) => Ok(RunningServer {
@@ -438,16 +492,10 @@ pub fn spawn(config: Config) -> Result<RunningServer, ServerError> {
 /// What `screedb serve` runs.
 pub fn run(config: Config, on_listen: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let rt = runtime(config.threads.unwrap_or(cores).max(1))?;
-    rt.block_on(async move {
-        let server = Server::bind(config).await?;
+    let threads = config.threads.unwrap_or(cores).max(1);
+    serve_on_threads(config, threads, true, |server| {
         on_listen(server.local_addr()?);
-        let handle = server.shutdown_handle();
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            handle.shutdown();
-        });
-        server.run().await
+        Ok(())
     })
 }
 

@@ -236,6 +236,15 @@ pub fn execute(shared: &Shared, client: &mut Client, args: &[Bytes]) -> Reply {
     reply
 }
 
+/// True if `request` names a command that writes (flag `write`): with `--sync always` it waits
+/// for an fsync.
+pub fn writes(shared: &Shared, request: &[Bytes]) -> bool {
+    request
+        .first()
+        .and_then(|name| lookup(&shared.command_stats, name))
+        .is_some_and(|(_, spec)| spec.flags.contains(&"write"))
+}
+
 /// Largest key plus value a SET may have to join a run of SETs written as one batch
 /// ([`execute_set_run`]); a larger one runs on its own (and meets the engine's limits alone).
 const SET_RUN_MAX_ENTRY: usize = 64 << 10;
