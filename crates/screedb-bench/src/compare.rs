@@ -121,7 +121,7 @@ type Measure = (
     fn(f64) -> String,
 );
 
-const MEASURES: [Measure; 6] = [
+const MEASURES: [Measure; 8] = [
     ("ops/s", |r| Some(r.ops_per_sec()), |v| format!("{v:.0}")),
     (
         "p99 µs",
@@ -140,6 +140,16 @@ const MEASURES: [Measure; 6] = [
         |v| format_bytes(v as u64),
     ),
     ("space amp", |r| r.space_amp(), |v| format!("{v:.2}")),
+    (
+        "space amp mean (sampled)",
+        |r| r.space_amp_sampled_mean(),
+        |v| format!("{v:.2}"),
+    ),
+    (
+        "space amp max (sampled)",
+        |r| r.space_amp_sampled_max(),
+        |v| format!("{v:.2}"),
+    ),
 ];
 
 impl Comparison {
@@ -239,6 +249,47 @@ mod tests {
             !md.contains("| readrandom | WA"),
             "reads have no WA row: {md}"
         );
+        assert!(
+            !md.contains("(sampled)"),
+            "no sampled rows unless --space_sample_secs: {md}"
+        );
+    }
+
+    #[test]
+    fn sampled_space_amp_gets_rows_for_write_workloads_only() {
+        let bench = BenchArgs::from_flags([
+            "--num=3000",
+            "--benchmarks=fillrandom,readrandom",
+            "--space_sample_secs=0.01",
+        ])
+        .unwrap();
+        let args = CompareArgs {
+            engines: vec!["screedb".into()],
+            baseline: None,
+            markdown: None,
+            bench,
+        };
+        let c = run(args).unwrap();
+        let results = &c.reports[0].results;
+        assert!(!results[0].space_samples.is_empty());
+        assert!(results[0].space_samples.iter().all(|s| *s > 0.0));
+        assert!(results[1].space_samples.is_empty(), "reads are not sampled");
+        let md = c.markdown();
+        assert!(
+            md.contains("| fillrandom | space amp mean (sampled) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fillrandom | space amp max (sampled) |"),
+            "{md}"
+        );
+        assert!(!md.contains("| readrandom | space amp mean"), "{md}");
+        for bad in ["-1", "0.001", "nan", "x"] {
+            let err = BenchArgs::from_flags([format!("--space_sample_secs={bad}")])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("number of seconds"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -19,12 +19,14 @@ pub mod keys;
 pub mod live;
 pub mod progress;
 pub mod report;
+pub mod space;
 pub mod sysinfo;
 pub mod workload;
 pub mod ycsb;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 use clap::builder::BoolishValueParser;
@@ -162,6 +164,12 @@ pub struct BenchArgs {
     /// database there is destroyed first unless `--use_existing_db`.
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// While each write workload runs and settles, sample space amplification (bytes of the
+    /// database directory over bytes of live keys and values) every this many seconds, and
+    /// report the samples' mean and maximum ("space amp mean/max (sampled)"). 0: only at the
+    /// end of each workload.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_seconds)]
+    pub space_sample_secs: f64,
     /// Seed of the key and value generators.
     #[arg(long, default_value_t = 301)]
     pub seed: u64,
@@ -179,6 +187,15 @@ pub struct BenchArgs {
 struct Flags {
     #[command(flatten)]
     args: BenchArgs,
+}
+
+fn parse_seconds(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (v == 0.0 || (0.01..=3600.0).contains(&v)) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not 0 or a number of seconds from 0.01 to 3600"
+        )),
+    }
 }
 
 fn parse_memory(s: &str) -> std::result::Result<screedb::Memory, String> {
@@ -345,6 +362,17 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
         ),
         ("settle", args.settle.to_string()),
         (
+            "space_sample_secs",
+            if args.space_sample_secs > 0.0 {
+                format!(
+                    "{} (space amp sampled during write workloads)",
+                    args.space_sample_secs
+                )
+            } else {
+                "0 (space amp at the end of each workload)".into()
+            },
+        ),
+        (
             "drop_cache",
             if args.drop_cache {
                 "true (page cache of the db's files evicted before each read workload)".into()
@@ -458,6 +486,8 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
             engine: &*engine,
             dir: &dir,
             live: &live,
+            space_sample: (args.space_sample_secs > 0.0)
+                .then(|| Duration::from_secs_f64(args.space_sample_secs)),
         };
         if args.warmup_reads > 0 && b.reads() {
             let warm = Shape {

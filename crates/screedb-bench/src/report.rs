@@ -270,6 +270,12 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
             ("disk_bytes", r.disk_bytes.to_string()),
             ("live_bytes", json_u64(r.live_bytes)),
             ("space_amp", json_num(r.space_amp())),
+            (
+                "space_amp_sampled_mean",
+                json_num(r.space_amp_sampled_mean()),
+            ),
+            ("space_amp_sampled_max", json_num(r.space_amp_sampled_max())),
+            ("space_samples", r.space_samples.len().to_string()),
             ("cpu_seconds", json_num(r.cpu_seconds)),
             (
                 "cpu_seconds_settled",

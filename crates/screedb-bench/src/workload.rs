@@ -16,6 +16,7 @@ use crate::engine::Engine;
 use crate::histogram::Histogram;
 use crate::keys::ValueSizes;
 use crate::live::LiveKeys;
+use crate::space::SpaceProbe;
 use crate::sysinfo::{IoCounters, cpu_seconds, disk_usage, peak_rss, reset_peak_rss};
 
 /// A named workload (db_bench's names; YCSB's as `ycsb_load`, `ycsb_a` ... `ycsb_f`).
@@ -264,6 +265,9 @@ pub struct PhaseResult {
     pub disk_bytes: u64,
     /// Bytes of the live keys and values at the end, if known.
     pub live_bytes: Option<u64>,
+    /// Space amplification sampled while the workload ran and settled (`--space_sample_secs`),
+    /// oldest first; empty when not sampled.
+    pub space_samples: Vec<f64>,
 }
 
 impl PhaseResult {
@@ -304,6 +308,16 @@ impl PhaseResult {
     pub fn space_amp(&self) -> Option<f64> {
         ratio(self.disk_bytes, self.live_bytes?)
     }
+
+    /// The mean of the sampled space amplification, if sampled.
+    pub fn space_amp_sampled_mean(&self) -> Option<f64> {
+        crate::space::mean_and_max(&self.space_samples).map(|(mean, _)| mean)
+    }
+
+    /// The largest sampled space amplification, if sampled.
+    pub fn space_amp_sampled_max(&self) -> Option<f64> {
+        crate::space::mean_and_max(&self.space_samples).map(|(_, max)| max)
+    }
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
@@ -319,6 +333,9 @@ pub struct Target<'a> {
     pub dir: &'a Path,
     /// The keys it holds.
     pub live: &'a LiveKeys,
+    /// Sample space amplification this often while a write workload runs and settles
+    /// (`--space_sample_secs`); `None`: only at the end.
+    pub space_sample: Option<Duration>,
 }
 
 /// Runs one workload (not [`Benchmark::Stats`]) with generators seeded by `seed` and measures
@@ -334,29 +351,41 @@ pub fn run_phase(
     let rss_reset = reset_peak_rss();
     let io_start = IoCounters::now();
     let cpu_start = cpu_seconds();
-    let start = Instant::now();
-    let out = if benchmark.is_ycsb() {
-        crate::ycsb::run(benchmark, target, shape, seed)?
-    } else {
-        crate::dbbench::run(benchmark, target, shape, seed)?
+    let probe = SpaceProbe {
+        dir: target.dir,
+        live: target.live,
+        key_size: shape.key_size,
+        ycsb_key_size: crate::ycsb::KEY_SIZE,
+        value_size: shape.value_sizes.mean(),
     };
-    let elapsed = start.elapsed();
-    let io_end = IoCounters::now();
-    let cpu_end = cpu_seconds();
-    let engine_wa = target.engine.write_amplification();
-    let settled = if settle && benchmark.writes() {
-        let t = Instant::now();
-        target.engine.settle()?;
-        let elapsed = t.elapsed();
-        Some(Settled {
-            elapsed,
-            io: IoCounters::now().zip(io_start).map(|(e, s)| e.since(&s)),
-            engine_wa: target.engine.write_amplification(),
-            cpu_seconds: cpu_seconds().zip(cpu_start).map(|(e, s)| e - s),
-        })
-    } else {
-        None
-    };
+    let every = target.space_sample.filter(|_| benchmark.writes());
+    let (measured, space_samples) = crate::space::sampled(probe, every, || {
+        let start = Instant::now();
+        let out = if benchmark.is_ycsb() {
+            crate::ycsb::run(benchmark, target, shape, seed)?
+        } else {
+            crate::dbbench::run(benchmark, target, shape, seed)?
+        };
+        let elapsed = start.elapsed();
+        let io_end = IoCounters::now();
+        let cpu_end = cpu_seconds();
+        let engine_wa = target.engine.write_amplification();
+        let settled = if settle && benchmark.writes() {
+            let t = Instant::now();
+            target.engine.settle()?;
+            let elapsed = t.elapsed();
+            Some(Settled {
+                elapsed,
+                io: IoCounters::now().zip(io_start).map(|(e, s)| e.since(&s)),
+                engine_wa: target.engine.write_amplification(),
+                cpu_seconds: cpu_seconds().zip(cpu_start).map(|(e, s)| e - s),
+            })
+        } else {
+            None
+        };
+        Ok((out, elapsed, io_end, cpu_end, engine_wa, settled))
+    });
+    let (out, elapsed, io_end, cpu_end, engine_wa, settled) = measured?;
     let _ = rss_reset;
     Ok(PhaseResult {
         benchmark,
@@ -375,6 +404,7 @@ pub fn run_phase(
         engine_wa,
         settled,
         disk_bytes: disk_usage(target.dir),
+        space_samples,
         live_bytes: target.live.user_bytes(
             shape.key_size,
             crate::ycsb::KEY_SIZE,
@@ -419,6 +449,7 @@ mod tests {
             engine: &*engine,
             dir: dir.path(),
             live: &live,
+            space_sample: None,
         };
         let fill = run_phase(Benchmark::FillSeq, target, &shape, 11, true).unwrap();
         let mut key = Vec::new();
@@ -471,6 +502,7 @@ mod tests {
             engine: &*engine,
             dir: dir.path(),
             live: &live,
+            space_sample: None,
         };
         let mut seed = 0;
         let mut run = |b| {
