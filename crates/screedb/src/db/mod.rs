@@ -283,6 +283,14 @@ impl Db {
     /// call a seek method first. It pins what it reads, so it may outlive the snapshot. A
     /// snapshot of another database is [`Error::InvalidArgument`].
     pub fn iter(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
+        self.iter_tables(options, None)
+    }
+
+    /// [`Db::iter`] over the tables that may hold a key starting with `prefix`, when given: a
+    /// table whose key range misses `[prefix, successor)` or whose prefix filter
+    /// (`Options::prefix_bloom_len`) rules the prefix out is left out. Only for iteration
+    /// bounded to the prefix.
+    fn iter_tables(&self, options: &ReadOptions<'_>, prefix: Option<&[u8]>) -> Result<DbIterator> {
         let inner = &self.inner;
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
@@ -307,8 +315,25 @@ impl Db {
         for imm in &sv.imms {
             children.push(Box::new(imm.iter()));
         }
+        let skips = std::cell::Cell::new(0u64);
+        let wanted = |f: &FileMeta| -> Result<bool> {
+            let Some(p) = prefix else { return Ok(true) };
+            let ucmp = inner.icmp.user();
+            let end = crate::comparator::bytewise_prefix_successor(p);
+            let in_range = ucmp.compare(f.largest_user_key(), p).is_ge()
+                && end
+                    .as_deref()
+                    .is_none_or(|e| ucmp.compare(f.smallest_user_key(), e).is_lt());
+            let keep = in_range && inner.tables.get(f)?.may_contain_prefix(p);
+            if in_range && !keep {
+                skips.set(skips.get() + 1);
+            }
+            Ok(keep)
+        };
         for file in sv.version.files(0) {
-            children.push(inner.tables.get(file)?.iter()?);
+            if wanted(file)? {
+                children.push(inner.tables.get(file)?.iter()?);
+            }
         }
         // One concatenating iterator per sorted run: one per level in the leveled layout, one
         // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
@@ -320,11 +345,28 @@ impl Db {
         // fragments than the deepest one) opens its next table only if the scan reaches it.
         for level in 1..sv.version.num_levels() {
             for run in crate::layout::iteration_runs(&sv.version, level)? {
+                let run = match prefix {
+                    None => Arc::clone(run),
+                    Some(_) => {
+                        let mut kept = Vec::new();
+                        for f in run.iter() {
+                            if wanted(f)? {
+                                kept.push(Arc::clone(f));
+                            }
+                        }
+                        if kept.is_empty() {
+                            continue;
+                        }
+                        Arc::from(kept)
+                    }
+                };
                 children.push(Box::new(
-                    ConcatIterator::new(inner.icmp.clone(), Arc::clone(run), Arc::clone(&open))
-                        .lazy_seeks(),
+                    ConcatIterator::new(inner.icmp.clone(), run, Arc::clone(&open)).lazy_seeks(),
                 ));
             }
+        }
+        if skips.get() > 0 {
+            Counters::add(&inner.counters.prefix_filter_skips, skips.get());
         }
         let merged = MergingIterator::new(inner.icmp.clone(), children);
         let mut it = DbIterator::new(
@@ -352,11 +394,22 @@ impl Db {
     }
 
     /// `(key, value)` pairs whose keys start with `prefix`, ascending (bytewise comparator).
+    /// Tables whose key range misses the prefix are not read; with `Options::prefix_bloom_len`
+    /// `n` and a prefix of at least `n` bytes, neither are tables whose prefix filter rules
+    /// its first `n` bytes out (RocksDB's prefix seek with a fixed prefix extractor).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<RangeIter> {
         let prefix = prefix.as_ref().to_vec();
         let end = crate::comparator::bytewise_prefix_successor(&prefix)
             .map_or(Bound::Unbounded, Bound::Excluded);
-        let it = self.iter(&ReadOptions::default())?;
+        // Key ranges are compared under the comparator, the prefix's end bytewise: tables are
+        // left out only when the two agree.
+        let hint = self
+            .inner
+            .icmp
+            .user()
+            .is_bytewise()
+            .then_some(prefix.as_slice());
+        let it = self.iter_tables(&ReadOptions::default(), hint)?;
         Ok(it.into_range(Bound::Included(prefix), end))
     }
 

@@ -116,6 +116,9 @@ counters! {
     /// Jungle: bytes of new tree files, from new guard ranges and rewrites (in
     /// `compaction_bytes_written`).
     tree_new_bytes,
+    /// Tables in a prefix scan's key range that `Db::prefix` left unread because their prefix
+    /// filter (`Options::prefix_bloom_len`) ruled the prefix out.
+    prefix_filter_skips,
 }
 
 /// Name prefix of the persisted per-level compaction counters (`compaction_bytes_written_l<N>`).
@@ -203,6 +206,13 @@ impl std::fmt::Display for Stats {
             mib(self.seek_compaction_bytes_written),
             self.seek_compactions
         )?;
+        if self.prefix_filter_skips > 0 {
+            writeln!(
+                f,
+                "prefix filter skips    {:>12} tables",
+                self.prefix_filter_skips
+            )?;
+        }
         if self.tree_appended_value_bytes + self.tree_appended_node_bytes + self.tree_new_bytes > 0
         {
             writeln!(

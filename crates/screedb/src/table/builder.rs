@@ -1,7 +1,9 @@
 //! Writes a table file from sorted internal keys.
 //!
 //! Order of the file (see `super` for the layout): data blocks, filter block (a custom policy's
-//! if `filter_policy` is set, else the Bloom filter if `bloom_bits_per_key > 0`), index block, properties block, meta-index block, footer. The
+//! if `filter_policy` is set, else the Bloom filter if `bloom_bits_per_key > 0`), prefix filter
+//! block (if `prefix_bloom_len > 0` and `bloom_bits_per_key > 0`), index block, properties
+//! block, meta-index block, footer. The
 //! index precedes the properties so the properties can record its size. Every block is
 //! followed by its 5-byte trailer.
 
@@ -22,7 +24,7 @@ use super::filter_policy::{CustomFilterBuilder, custom_filter_block_name};
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer, block_trailer};
 use super::properties::TableProperties;
 use super::seam::{TableFormat, TableWriter};
-use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
+use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions, prefix_filter_block_name};
 
 /// The filter being collected: the built-in Bloom filter or a custom policy's.
 #[derive(Debug)]
@@ -42,6 +44,9 @@ pub struct TableBuilder {
     data_block: BlockBuilder,
     index_block: BlockBuilder,
     filter: Option<FilterBuilder>,
+    /// The prefix filter being collected (`TableOptions::prefix_bloom_len`; keys arrive
+    /// sorted, so the builder counts each distinct prefix once).
+    prefix_filter: Option<BloomFilterBuilder>,
     /// Last key added (for ordering checks and index separators).
     last_key: Vec<u8>,
     /// Handle of a flushed data block whose index entry waits for the next key.
@@ -81,6 +86,8 @@ impl TableBuilder {
             compression: opts.compression,
             ..TableProperties::default()
         };
+        let prefix_filter = (opts.prefix_bloom_len > 0 && opts.bloom_bits_per_key > 0)
+            .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
         TableBuilder {
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(1),
@@ -90,6 +97,7 @@ impl TableBuilder {
             path,
             offset: 0,
             filter,
+            prefix_filter,
             last_key: Vec::new(),
             pending_index: None,
             props,
@@ -131,6 +139,11 @@ impl TableBuilder {
             Some(FilterBuilder::Bloom(f)) => f.add_key(parsed.user_key),
             Some(FilterBuilder::Custom(f)) => f.add_key(parsed.user_key),
             None => {}
+        }
+        if let Some(f) = &mut self.prefix_filter
+            && let Some(prefix) = parsed.user_key.get(..self.opts.prefix_bloom_len)
+        {
+            f.add_key(prefix);
         }
         let p = &mut self.props;
         if p.num_entries == 0 {
@@ -188,6 +201,10 @@ impl TableBuilder {
             let h = self.write_block(&bytes, CompressionType::None)?;
             self.props.filter_bytes = h.size + BLOCK_TRAILER_LEN as u64;
             meta.push((name, h));
+        }
+        if let Some(f) = self.prefix_filter.take() {
+            let h = self.write_block(&f.finish(), CompressionType::None)?;
+            meta.push((prefix_filter_block_name(self.opts.prefix_bloom_len), h));
         }
         let index = self.index_block.finish().to_vec();
         let index_handle = self.write_block(&index, self.opts.compression)?;

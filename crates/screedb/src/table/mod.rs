@@ -5,6 +5,9 @@
 //!          filter block?        whole-table filter over user keys: the built-in Bloom filter
 //!                               ("screedb.filter.bloom") or a custom policy's
 //!                               ("screedb.filter.custom.<policy name>", see filter_policy.rs)
+//!          prefix filter block? built-in Bloom filter over the distinct first N bytes of the user
+//!                               keys at least N long ("screedb.filter.prefix.fixed.<N>",
+//!                               `TableOptions::prefix_bloom_len`)
 //!          index block          one entry per data block: separator key -> BlockHandle
 //!          properties block     sorted names -> values ("screedb.properties")
 //!          meta-index block     block name -> BlockHandle
@@ -73,6 +76,16 @@ pub use seam::{
 pub const FILTER_BLOCK_NAME: &[u8] = b"screedb.filter.bloom";
 /// Name of the properties block in the meta-index. Written to disk: never change it.
 pub const PROPERTIES_BLOCK_NAME: &[u8] = b"screedb.properties";
+/// Prefix of the meta-index name of a prefix Bloom filter block; the prefix length follows in
+/// decimal (`screedb.filter.prefix.fixed.8`). Written to disk: never change it.
+pub const PREFIX_FILTER_PREFIX: &[u8] = b"screedb.filter.prefix.fixed.";
+
+/// The meta-index name of the prefix filter block of fixed prefixes of `len` bytes.
+pub fn prefix_filter_block_name(len: usize) -> Vec<u8> {
+    let mut name = PREFIX_FILTER_PREFIX.to_vec();
+    name.extend_from_slice(len.to_string().as_bytes());
+    name
+}
 
 /// How tables are built and read.
 #[derive(Debug, Clone)]
@@ -101,6 +114,10 @@ pub struct TableOptions {
     pub htable: HTableOptions,
     /// How Jungle trees are written and read; set from the Jungle layout's options.
     pub tree: TreeOptions,
+    /// Also write a Bloom filter over the first `prefix_bloom_len` bytes of every user key at
+    /// least that long (`bloom_bits_per_key` bits per distinct prefix), and probe it, in tables
+    /// written with the same length, before a prefix scan reads the table. 0: none. Default: 0.
+    pub prefix_bloom_len: usize,
 }
 
 impl Default for TableOptions {
@@ -115,6 +132,7 @@ impl Default for TableOptions {
             mmap_reads: true,
             htable: HTableOptions::default(),
             tree: TreeOptions::default(),
+            prefix_bloom_len: 0,
         }
     }
 }

@@ -35,7 +35,7 @@ use super::format::{
 };
 use super::properties::TableProperties;
 use super::seam::{Lookup, Probe, TableFormat, TableReader};
-use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions};
+use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, TableOptions, prefix_filter_block_name};
 
 /// A table's filter, loaded by [`Table::open`].
 enum Filter {
@@ -63,6 +63,9 @@ pub struct Table {
     block_cache: Option<Arc<BlockCache>>,
     index: Arc<Block>,
     filter: Option<Filter>,
+    /// The Bloom filter of the first `opts.prefix_bloom_len` bytes of the keys, when the table
+    /// was written with that length.
+    prefix_filter: Option<BloomFilter>,
     props: TableProperties,
     metaindex: BlockHandle,
     /// Every non-data block (meta-index, properties, filter, index), re-checked by
@@ -138,7 +141,10 @@ impl Table {
         };
 
         let metaindex = read_meta(footer.metaindex)?;
-        let (mut filter_handle, mut props_handle) = (None, None);
+        let (mut filter_handle, mut props_handle, mut prefix_handle) = (None, None, None);
+        // A prefix filter of another length (or one nobody asked for) is not read.
+        let prefix_name =
+            (opts.prefix_bloom_len > 0).then(|| prefix_filter_block_name(opts.prefix_bloom_len));
         // `Some` if the filter block is a custom policy's: `Some(Some(policy))` when that policy
         // is the one in use, `Some(None)` when it is another.
         let mut custom: Option<Option<Arc<dyn FilterPolicy>>> = None;
@@ -146,6 +152,7 @@ impl Table {
             let slot = match &name[..] {
                 FILTER_BLOCK_NAME => &mut filter_handle,
                 PROPERTIES_BLOCK_NAME => &mut props_handle,
+                n if prefix_name.as_deref() == Some(n) => &mut prefix_handle,
                 n if n.starts_with(CUSTOM_FILTER_PREFIX) => {
                     let writer = &n[CUSTOM_FILTER_PREFIX.len()..];
                     custom = Some(
@@ -190,6 +197,14 @@ impl Table {
                 })?))
             }
         };
+        let prefix_filter = match prefix_handle {
+            Some(h) => Some(
+                BloomFilter::new(read_block(&*file, &path, h, true)?).ok_or_else(|| {
+                    Error::corruption(&*path, h.offset, "malformed prefix Bloom filter block")
+                })?,
+            ),
+            None => None,
+        };
         let mut index = read_meta(footer.index)?;
         if icmp.user().is_bytewise() {
             index = index.with_bytewise_search();
@@ -210,12 +225,14 @@ impl Table {
             block_cache,
             index,
             filter,
+            prefix_filter,
             props,
             metaindex: footer.metaindex,
             meta_blocks: [
                 Some(footer.metaindex),
                 Some(props_handle),
                 filter_handle,
+                prefix_handle,
                 Some(footer.index),
             ]
             .into_iter()
@@ -554,7 +571,19 @@ impl TableReader for Table {
             Some(Filter::Custom(_, data)) => data.len(),
             None => 0,
         };
-        (self.index.charge() + filter) as u64
+        let prefix = self
+            .prefix_filter
+            .as_ref()
+            .map_or(0, BloomFilter::len_bytes);
+        (self.index.charge() + filter + prefix) as u64
+    }
+
+    fn may_contain_prefix(&self, prefix: &[u8]) -> bool {
+        let n = self.opts.prefix_bloom_len;
+        match (&self.prefix_filter, prefix.get(..n)) {
+            (Some(f), Some(p)) if n > 0 => f.may_contain(p),
+            _ => true,
+        }
     }
 }
 

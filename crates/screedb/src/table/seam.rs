@@ -173,6 +173,12 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     fn hash_seed(&self) -> Option<u64> {
         None
     }
+    /// False only if no user key of this table starts with `prefix`: a prefix filter
+    /// (`TableOptions::prefix_bloom_len`) written with the table says so. True for formats
+    /// and tables without one, and for prefixes shorter than the filter's.
+    fn may_contain_prefix(&self, _prefix: &[u8]) -> bool {
+        true
+    }
 }
 
 /// Writes one table file of some format from entries in internal-key order.

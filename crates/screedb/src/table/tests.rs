@@ -198,6 +198,7 @@ proptest! {
         restart_interval in 1usize..20,
         lz4 in any::<bool>(),
         bloom_bits in prop_oneof![Just(0u32), 1u32..16],
+        prefix_len in 0usize..4,
     ) {
         let es = model_entries(&model);
         let opts = TableOptions {
@@ -210,6 +211,7 @@ proptest! {
             mmap_reads: true,
             htable: HTableOptions::default(),
             tree: crate::table::TreeOptions::default(),
+            prefix_bloom_len: prefix_len,
         };
         let (bytes, props) = build(&opts, &es);
         prop_assert_eq!(props.num_entries, es.len() as u64);
@@ -220,6 +222,8 @@ proptest! {
         t.verify_all_blocks().unwrap();
         for (k, _) in &es {
             prop_assert!(t.may_contain(user_key(k)));
+            // The prefix filter has no false negatives either, for the key and its extensions.
+            prop_assert!(TableReader::may_contain_prefix(&*t, user_key(k)));
         }
         let mut it = t.table_iter();
         for (uk, seq) in &seeks {
