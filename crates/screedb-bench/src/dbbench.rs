@@ -136,6 +136,7 @@ fn one_thread(
         Benchmark::SeekRandom | Benchmark::SeekWhileWriting => {
             seeks(t, shape, rng, &mut out, &mut meter)?;
         }
+        Benchmark::PrefixScan => prefix_scans(t, shape, rng, &mut out, &mut meter)?,
         Benchmark::ReadSeq => scan(t, shape, &mut out, &mut meter, false)?,
         Benchmark::ReadReverse => scan(t, shape, &mut out, &mut meter, true)?,
         other => {
@@ -349,9 +350,39 @@ fn seeks(
                     first = false;
                 }
                 out.bytes += (k.len() + v.len()) as u64;
+                true
             })?;
         meter.done(start, 1);
         found += u64::from(hit);
+    }
+    out.found = Some(found);
+    Ok(())
+}
+
+/// prefixscan: `reads` scans of the keys sharing their first `prefix_len` bytes with a random
+/// key number of `0..2*num`, up to `1 + seek_nexts` entries each; `found` counts the scans that
+/// found any.
+fn prefix_scans(
+    t: Target<'_>,
+    shape: &Shape,
+    rng: &mut Rng,
+    out: &mut Counts,
+    meter: &mut Meter<'_>,
+) -> Result<()> {
+    let mut key = Vec::new();
+    let mut found = 0;
+    let space = shape.num.saturating_mul(2).max(1);
+    for _ in 0..shape.reads {
+        make_key(&mut key, rng.next_u64() % space, shape.key_size);
+        let prefix = &key[..shape.prefix_len.min(key.len())];
+        let start = Instant::now();
+        let n = t
+            .engine
+            .prefix_scan(prefix, 1 + shape.seek_nexts, &mut |k, v| {
+                out.bytes += (k.len() + v.len()) as u64;
+            })?;
+        meter.done(start, 1);
+        found += u64::from(n > 0);
     }
     out.found = Some(found);
     Ok(())
@@ -369,6 +400,7 @@ fn scan(
         out.bytes += (k.len() + v.len()) as u64;
         meter.done(last, 1);
         last = Instant::now();
+        true
     })?;
     Ok(())
 }

@@ -74,9 +74,20 @@ pub struct BenchArgs {
     /// one writer thread; YCSB splits its counts over the threads).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Entries read after each seek of seekrandom and seekwhilewriting.
+    /// Entries read after each seek of seekrandom and seekwhilewriting (and after the first
+    /// of each prefixscan).
     #[arg(long, default_value_t = 0)]
     pub seek_nexts: u64,
+    /// Bytes of the prefixes prefixscan scans. Default: `--key_size` - 2 (keys are decimal
+    /// numbers, so a prefix holds 100 consecutive key numbers).
+    #[arg(long)]
+    pub prefix_len: Option<usize>,
+    /// ScreeDB's `Options::prefix_bloom_len`: tables get a Bloom filter over the first this
+    /// many bytes of their keys, and prefix scans skip the tables it rules out. 0: none. Other
+    /// engines ignore it (their prefix scans seek and stop past the prefix). Overridden by an
+    /// engine spec's `prefix_bloom=`.
+    #[arg(long, default_value_t = 0)]
+    pub prefix_bloom_len: usize,
     /// How random db_bench workloads draw key numbers (YCSB workloads use their own).
     #[arg(long, value_enum, default_value_t = Distribution::Uniform)]
     pub distribution: Distribution,
@@ -316,6 +327,16 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
     if args.write_buffer_size < 64 << 10 {
         return Err(Error::invalid("--write_buffer_size must be at least 65536"));
     }
+    let prefix_len = args.prefix_len.unwrap_or(args.key_size.saturating_sub(2));
+    if prefix_len == 0 || prefix_len > args.key_size {
+        return Err(Error::invalid(format!(
+            "--prefix_len must be between 1 and --key_size ({})",
+            args.key_size
+        )));
+    }
+    if args.prefix_bloom_len > 4096 {
+        return Err(Error::invalid("--prefix_bloom_len must be at most 4096"));
+    }
     Ok(Shape {
         num: args.num,
         reads: args.reads.unwrap_or(args.num),
@@ -325,6 +346,7 @@ fn shape_of(args: &BenchArgs) -> Result<Shape> {
         sync: args.sync,
         threads: args.threads,
         seek_nexts: args.seek_nexts,
+        prefix_len,
         distribution: args.distribution,
     })
 }
@@ -353,6 +375,8 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
             format!("{:?}", shape.distribution).to_lowercase(),
         ),
         ("seek_nexts", shape.seek_nexts.to_string()),
+        ("prefix_len", shape.prefix_len.to_string()),
+        ("prefix_bloom_len", args.prefix_bloom_len.to_string()),
         ("write_buffer_size", args.write_buffer_size.to_string()),
         ("cache_size", args.cache_size.to_string()),
         ("bloom_bits", args.bloom_bits.to_string()),
@@ -416,6 +440,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         compaction_factor: args.compaction_factor,
         mmap_reads: args.mmap_reads,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
+        prefix_bloom_len: args.prefix_bloom_len,
     };
     let temp;
     let (dir, dir_label) = match &args.db {
@@ -717,5 +742,32 @@ mod tests {
         .unwrap();
         assert_eq!(report.skipped.len(), 1);
         assert_eq!(report.results[0].found, Some(500));
+    }
+
+    #[test]
+    fn prefixscan_finds_about_half_its_prefixes_with_or_without_prefix_filters() {
+        for bloom in ["--prefix_bloom_len=0", "--prefix_bloom_len=14"] {
+            let args = BenchArgs::from_flags([
+                "--num=4000",
+                "--benchmarks=fillrandom,prefixscan",
+                "--reads=400",
+                "--seek_nexts=99",
+                "--write_buffer_size=65536",
+                bloom,
+            ])
+            .unwrap();
+            let report = run(args).unwrap();
+            let scans = &report.results[1];
+            let found = scans.found.unwrap();
+            // Prefixes of 0..8000 in groups of 100: those below 4000 exist (fillrandom leaves
+            // most keys of a group), those above do not.
+            assert!((120..=280).contains(&found), "{bloom}: {found} of 400");
+            assert!(scans.bytes > 0);
+        }
+        let err = BenchArgs::from_flags(["--prefix_len=17"]).map(|a| shape_of(&a));
+        assert!(
+            matches!(err, Ok(Err(ref e)) if e.to_string().contains("--prefix_len")),
+            "{err:?}"
+        );
     }
 }

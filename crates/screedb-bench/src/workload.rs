@@ -41,6 +41,10 @@ pub enum Benchmark {
     ReadReverse,
     /// Seeks `reads` times to a random key and reads `1 + seek_nexts` entries from there.
     SeekRandom,
+    /// Scans `reads` times the keys that start with the first `prefix_len` bytes of a random
+    /// key number of `0..2*num` (up to `1 + seek_nexts` of them): prefixes past the key space
+    /// find nothing, so about half the scans miss (what prefix filters are for).
+    PrefixScan,
     /// Deletes `num` random keys.
     DeleteRandom,
     /// readrandom in `threads` threads while one more thread overwrites random keys.
@@ -66,7 +70,7 @@ pub enum Benchmark {
 }
 
 /// Every benchmark with its name.
-pub const ALL: [(&str, Benchmark); 20] = [
+pub const ALL: [(&str, Benchmark); 21] = [
     ("fillseq", Benchmark::FillSeq),
     ("fillrandom", Benchmark::FillRandom),
     ("filluniquerandom", Benchmark::FillUniqueRandom),
@@ -76,6 +80,7 @@ pub const ALL: [(&str, Benchmark); 20] = [
     ("readseq", Benchmark::ReadSeq),
     ("readreverse", Benchmark::ReadReverse),
     ("seekrandom", Benchmark::SeekRandom),
+    ("prefixscan", Benchmark::PrefixScan),
     ("deleterandom", Benchmark::DeleteRandom),
     ("readwhilewriting", Benchmark::ReadWhileWriting),
     ("seekwhilewriting", Benchmark::SeekWhileWriting),
@@ -129,6 +134,7 @@ impl Benchmark {
                 | Benchmark::ReadSeq
                 | Benchmark::ReadReverse
                 | Benchmark::SeekRandom
+                | Benchmark::PrefixScan
                 | Benchmark::Stats
                 | Benchmark::YcsbC
         )
@@ -142,6 +148,7 @@ impl Benchmark {
             Benchmark::ReadRandom
                 | Benchmark::ReadMissing
                 | Benchmark::SeekRandom
+                | Benchmark::PrefixScan
                 | Benchmark::ReadSeq
                 | Benchmark::ReadReverse
                 | Benchmark::ReadWhileWriting
@@ -180,6 +187,8 @@ pub struct Shape {
     pub threads: usize,
     /// Entries read after each seek of seekrandom and seekwhilewriting.
     pub seek_nexts: u64,
+    /// Bytes of the prefixes prefixscan scans.
+    pub prefix_len: usize,
     /// How random db_bench workloads draw key numbers.
     pub distribution: Distribution,
 }
@@ -442,6 +451,7 @@ mod tests {
             sync: false,
             threads: 1,
             seek_nexts: 0,
+            prefix_len: 14,
             distribution: Distribution::Uniform,
         };
         let live = LiveKeys::new(shape.num);
@@ -495,6 +505,7 @@ mod tests {
             sync: false,
             threads: 1,
             seek_nexts: 0,
+            prefix_len: 14,
             distribution: Distribution::Uniform,
         };
         let live = LiveKeys::new(shape.num);

@@ -293,6 +293,7 @@ impl<'a, 'r> Thread<'a, 'r> {
                     .engine
                     .scan(Some(&self.key), false, len, &mut |k, v| {
                         bytes += (k.len() + v.len()) as u64;
+                        true
                     })?;
                 self.out.bytes += bytes;
                 self.record(Kind::Scan, start, seen > 0);

@@ -12,6 +12,7 @@ fn keys(e: &dyn Engine, start: Option<&[u8]>, reverse: bool, limit: u64) -> Resu
     let mut out = Vec::new();
     let n = e.scan(start, reverse, limit, &mut |k, _| {
         out.push(String::from_utf8_lossy(k).into_owned());
+        true
     })?;
     if n as usize != out.len() {
         return Err(Error::invalid(format!(
@@ -65,6 +66,35 @@ pub fn check_conformance(e: &dyn Engine) -> Result<()> {
             format!("scan from {start_text:?} reverse={reverse} limit={limit}"),
             format!("{:?}", keys(e, start, reverse, limit)?),
             format!("{want:?}"),
+        )?;
+    }
+    // Prefix scans stop at the first key past the prefix and at the limit.
+    e.write_batch(
+        &[
+            Op::Put(b"pa1", b""),
+            Op::Put(b"pa2", b""),
+            Op::Put(b"pb1", b""),
+        ],
+        false,
+    )?;
+    let prefix_cases: [(&[u8], u64, &[&str]); 4] = [
+        (b"pa", 10, &["pa1", "pa2"]),
+        (b"pa", 1, &["pa1"]),
+        (b"pc", 10, &[]),
+        (b"p", 10, &["pa1", "pa2", "pb1"]),
+    ];
+    for (prefix, limit, want) in prefix_cases {
+        let mut got = Vec::new();
+        let n = e.prefix_scan(prefix, limit, &mut |k, _| {
+            got.push(String::from_utf8_lossy(k).into_owned());
+        })?;
+        expect(
+            format!(
+                "prefix scan {:?} limit={limit}",
+                String::from_utf8_lossy(prefix)
+            ),
+            format!("{got:?} ({n})"),
+            format!("{want:?} ({})", want.len()),
         )?;
     }
     e.settle()

@@ -131,7 +131,7 @@ impl Engine for FjallEngine {
         start: Option<&[u8]>,
         reverse: bool,
         limit: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         let iter: Box<dyn Iterator<Item = fjall::Guard>> = match (start, reverse) {
             (None, false) => Box::new(self.ks.iter()),
@@ -145,8 +145,10 @@ impl Engine for FjallEngine {
                 break;
             }
             let (k, v) = guard.into_inner().map_err(self.err("iterate"))?;
-            visit(&k, &v);
             n += 1;
+            if !visit(&k, &v) {
+                break;
+            }
         }
         Ok(n)
     }

@@ -62,6 +62,8 @@ pub struct ScreeDbSpec {
     pub memory: Option<Memory>,
     /// `c=FACTOR`: Jungle's compaction factor, in percent (`c=3` is 300).
     pub compaction_factor_percent: Option<u32>,
+    /// `prefix_bloom=N`: `Options::prefix_bloom_len`.
+    pub prefix_bloom_len: Option<usize>,
 }
 
 impl ScreeDbSpec {
@@ -75,7 +77,8 @@ impl ScreeDbSpec {
         let bad = |why: String| {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
-                 layout=flsm|leveled|trie|jungle, memory=skiplist|flodb and c=FACTOR (Jungle)"
+                 layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle) and \
+                 prefix_bloom=N"
             ))
         };
         for option in spec.split(':') {
@@ -98,7 +101,14 @@ impl ScreeDbSpec {
                     }
                     out.compaction_factor_percent = Some((c * 100.0).round() as u32);
                 }
-                "layout" | "memory" | "c" => {
+                "prefix_bloom" if out.prefix_bloom_len.is_none() => {
+                    let n: usize =
+                        value.parse().ok().filter(|n| *n <= 4096).ok_or_else(|| {
+                            bad(format!("prefix_bloom={value:?} is not 0..=4096"))
+                        })?;
+                    out.prefix_bloom_len = Some(n);
+                }
+                "layout" | "memory" | "c" | "prefix_bloom" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -121,6 +131,9 @@ impl ScreeDbSpec {
         }
         if let Some(percent) = self.compaction_factor_percent {
             out.push_str(&format!(":c={}", f64::from(percent) / 100.0));
+        }
+        if let Some(n) = self.prefix_bloom_len {
+            out.push_str(&format!(":prefix_bloom={n}"));
         }
         out
     }
@@ -214,6 +227,9 @@ impl EngineKind {
                 if let Some(percent) = spec.compaction_factor_percent {
                     config.compaction_factor = Some(f64::from(percent) / 100.0);
                 }
+                if let Some(n) = spec.prefix_bloom_len {
+                    config.prefix_bloom_len = n;
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -288,6 +304,7 @@ mod tests {
                 layout: Some(LayoutKind::Leveled),
                 memory: Some(Memory::Flodb),
                 compaction_factor_percent: None,
+                prefix_bloom_len: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");

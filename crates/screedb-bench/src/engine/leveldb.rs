@@ -256,7 +256,7 @@ impl Engine for LevelDbEngine {
         start: Option<&[u8]>,
         reverse: bool,
         limit: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         let api = &self.api;
         let mut n = 0;
@@ -288,8 +288,11 @@ impl Engine for LevelDbEngine {
             while n < limit && (api.iter_valid)(it) != 0 {
                 let mut vlen = 0;
                 let v = (api.iter_value)(it, &mut vlen);
-                visit(key_of(it), slice(v, vlen));
+                let more = visit(key_of(it), slice(v, vlen));
                 n += 1;
+                if !more {
+                    break;
+                }
                 if reverse {
                     (api.iter_prev)(it);
                 } else {
@@ -416,12 +419,18 @@ mod tests {
         assert_eq!(e.get(b"b").unwrap(), Some(b"2".to_vec()));
         assert_eq!(e.get(b"x").unwrap(), None);
         let mut keys = Vec::new();
-        e.scan(Some(b"c"), true, 10, &mut |k, _| keys.push(k.to_vec()))
-            .unwrap();
+        e.scan(Some(b"c"), true, 10, &mut |k, _| {
+            keys.push(k.to_vec());
+            true
+        })
+        .unwrap();
         assert_eq!(keys, [b"b".to_vec(), b"a".to_vec()]);
         keys.clear();
-        e.scan(None, false, 2, &mut |k, _| keys.push(k.to_vec()))
-            .unwrap();
+        e.scan(None, false, 2, &mut |k, _| {
+            keys.push(k.to_vec());
+            true
+        })
+        .unwrap();
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
         e.settle().unwrap();
         assert!(e.stats_text().contains("Level"));

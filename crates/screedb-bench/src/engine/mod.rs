@@ -71,6 +71,8 @@ pub struct EngineConfig {
     pub mmap_reads: Option<bool>,
     /// RocksDB: index and filter blocks in the block cache rather than the heap.
     pub cache_index_and_filter_blocks: bool,
+    /// ScreeDB: `Options::prefix_bloom_len` (0: none). Other engines ignore it.
+    pub prefix_bloom_len: usize,
 }
 
 impl EngineConfig {
@@ -89,6 +91,7 @@ impl EngineConfig {
             compaction_factor: None,
             mmap_reads: None,
             cache_index_and_filter_blocks: false,
+            prefix_bloom_len: 0,
         }
     }
 }
@@ -106,15 +109,35 @@ pub trait Engine: Send + Sync + std::fmt::Debug {
     /// The value of `key`, if any.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Visits up to `limit` entries in key order (descending if `reverse`), starting at the
-    /// first key >= `start` (<= `start` if `reverse`; the first/last key if `None`). Returns the
-    /// number visited.
+    /// first key >= `start` (<= `start` if `reverse`; the first/last key if `None`), until
+    /// `visit` returns false. Returns the number visited.
     fn scan(
         &self,
         start: Option<&[u8]>,
         reverse: bool,
         limit: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64>;
+    /// Visits up to `limit` entries whose keys start with `prefix`, in key order; returns the
+    /// number visited. Default: a [`Engine::scan`] from `prefix` that stops at the first key
+    /// past it (an engine with prefix filters overrides it to use them).
+    fn prefix_scan(
+        &self,
+        prefix: &[u8],
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        let mut n = 0;
+        self.scan(Some(prefix), false, limit, &mut |k, v| {
+            if !k.starts_with(prefix) {
+                return false;
+            }
+            visit(k, v);
+            n += 1;
+            true
+        })?;
+        Ok(n)
+    }
     /// Waits until background work (flushes, compactions) is done.
     fn settle(&self) -> Result<()>;
     /// The engine's own count of bytes written to disk per user byte, since the database was

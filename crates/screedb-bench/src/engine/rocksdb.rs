@@ -188,7 +188,7 @@ impl Engine for RocksDbEngine {
         start: Option<&[u8]>,
         reverse: bool,
         limit: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         let mut it = self.db.raw_iterator();
         match (start, reverse) {
@@ -199,10 +199,14 @@ impl Engine for RocksDbEngine {
         }
         let mut n = 0;
         while n < limit && it.valid() {
-            if let (Some(k), Some(v)) = (it.key(), it.value()) {
-                visit(k, v);
-            }
+            let more = match (it.key(), it.value()) {
+                (Some(k), Some(v)) => visit(k, v),
+                _ => true,
+            };
             n += 1;
+            if !more {
+                break;
+            }
             if reverse {
                 it.prev();
             } else {

@@ -20,6 +20,7 @@ impl ScreeDbEngine {
         options.write_buffer_size = config.write_buffer_size;
         options.block_cache_bytes = config.cache_size;
         options.bloom_bits_per_key = config.bloom_bits;
+        options.prefix_bloom_len = config.prefix_bloom_len;
         if let Some(layout) = config.layout {
             options.layout = ::screedb::Layout::with_defaults(layout);
         }
@@ -94,7 +95,7 @@ impl Engine for ScreeDbEngine {
         start: Option<&[u8]>,
         reverse: bool,
         limit: u64,
-        visit: &mut dyn FnMut(&[u8], &[u8]),
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
         let mut it = self.db.iter(&ReadOptions::default())?;
         match (start, reverse) {
@@ -112,8 +113,11 @@ impl Engine for ScreeDbEngine {
         }
         let mut n = 0;
         while n < limit && it.valid() {
-            visit(it.key(), it.value());
+            let more = visit(it.key(), it.value());
             n += 1;
+            if !more {
+                break;
+            }
             if reverse {
                 it.prev();
             } else {
@@ -121,6 +125,25 @@ impl Engine for ScreeDbEngine {
             }
         }
         it.status()?;
+        Ok(n)
+    }
+
+    /// Through `Db::prefix`, which skips tables by their prefix filters
+    /// (`--prefix_bloom_len`).
+    fn prefix_scan(
+        &self,
+        prefix: &[u8],
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        let mut n = 0;
+        let mut it = self.db.prefix(prefix)?;
+        while n < limit {
+            let Some(item) = it.next_ref() else { break };
+            let (k, v) = item?;
+            visit(k, v);
+            n += 1;
+        }
         Ok(n)
     }
 

@@ -289,6 +289,7 @@ impl DbIterator {
             cursor: self,
             end,
             done: false,
+            advance: false,
         }
     }
 }
@@ -299,18 +300,33 @@ pub struct RangeIter {
     cursor: DbIterator,
     end: Bound<Vec<u8>>,
     done: bool,
+    /// The cursor is still on the entry [`RangeIter::next_ref`] returned.
+    advance: bool,
 }
 
-impl Iterator for RangeIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+impl RangeIter {
+    /// The next pair without copying it: the key and value are borrowed until the next call
+    /// (a scan that only looks at its entries allocates nothing). Mixes with `next`.
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        if !self.position()? {
+            return self.cursor.status().err().map(Err);
+        }
+        self.advance = true;
+        Some(Ok((self.cursor.key(), self.cursor.value())))
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Moves past the entry `next_ref` returned, if any; `Some(true)` on an entry in range,
+    /// `Some(false)` at the end (the cursor's status may hold an error), `None` once done.
+    fn position(&mut self) -> Option<bool> {
         if self.done {
             return None;
         }
+        if std::mem::take(&mut self.advance) {
+            self.cursor.next();
+        }
         if !self.cursor.valid() {
             self.done = true;
-            return self.cursor.status().err().map(Err);
+            return Some(false);
         }
         let key = self.cursor.key();
         let in_range = match &self.end {
@@ -322,7 +338,18 @@ impl Iterator for RangeIter {
             self.done = true;
             return None;
         }
-        let item = (key.to_vec(), self.cursor.value().to_vec());
+        Some(true)
+    }
+}
+
+impl Iterator for RangeIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.position()? {
+            return self.cursor.status().err().map(Err);
+        }
+        let item = (self.cursor.key().to_vec(), self.cursor.value().to_vec());
         self.cursor.next();
         Some(Ok(item))
     }
