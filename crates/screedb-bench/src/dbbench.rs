@@ -360,8 +360,7 @@ fn seeks(
 }
 
 /// prefixscan: `reads` scans of the keys sharing their first `prefix_len` bytes with a random
-/// key number of `0..2*num`, up to `1 + seek_nexts` entries each; `found` counts the scans that
-/// found any.
+/// key, up to `1 + seek_nexts` entries each; `found` counts the scans that found any.
 fn prefix_scans(
     t: Target<'_>,
     shape: &Shape,
@@ -369,11 +368,11 @@ fn prefix_scans(
     out: &mut Counts,
     meter: &mut Meter<'_>,
 ) -> Result<()> {
+    let chooser = KeyChooser::new(shape.distribution, shape.num);
     let mut key = Vec::new();
     let mut found = 0;
-    let space = shape.num.saturating_mul(2).max(1);
     for _ in 0..shape.reads {
-        make_key(&mut key, rng.next_u64() % space, shape.key_size);
+        make_key(&mut key, chooser.next(rng), shape.key_size);
         let prefix = &key[..shape.prefix_len.min(key.len())];
         let start = Instant::now();
         let n = t

@@ -745,25 +745,35 @@ mod tests {
     }
 
     #[test]
-    fn prefixscan_finds_about_half_its_prefixes_with_or_without_prefix_filters() {
-        for bloom in ["--prefix_bloom_len=0", "--prefix_bloom_len=14"] {
+    fn prefixscan_finds_what_fillrandom_left_with_or_without_prefix_filters() {
+        for bloom in ["--prefix_bloom_len=0", "--prefix_bloom_len=16"] {
             let args = BenchArgs::from_flags([
                 "--num=4000",
                 "--benchmarks=fillrandom,prefixscan",
-                "--reads=400",
-                "--seek_nexts=99",
+                "--reads=1000",
+                "--seek_nexts=9",
                 "--write_buffer_size=65536",
                 bloom,
             ])
             .unwrap();
+            let mut args = args;
+            args.prefix_len = Some(16);
             let report = run(args).unwrap();
-            let scans = &report.results[1];
-            let found = scans.found.unwrap();
-            // Prefixes of 0..8000 in groups of 100: those below 4000 exist (fillrandom leaves
-            // most keys of a group), those above do not.
-            assert!((120..=280).contains(&found), "{bloom}: {found} of 400");
-            assert!(scans.bytes > 0);
+            // Whole keys as prefixes: about 63% of the key numbers were written.
+            let found = report.results[1].found.unwrap();
+            assert!((530..=730).contains(&found), "{bloom}: {found} of 1000");
+            assert!(report.results[1].bytes > 0);
         }
+        // Groups of 100 key numbers: every group has keys.
+        let args = BenchArgs::from_flags([
+            "--num=4000",
+            "--benchmarks=fillrandom,prefixscan",
+            "--reads=200",
+            "--seek_nexts=99",
+            "--prefix_bloom_len=14",
+        ])
+        .unwrap();
+        assert_eq!(run(args).unwrap().results[1].found, Some(200));
         let err = BenchArgs::from_flags(["--prefix_len=17"]).map(|a| shape_of(&a));
         assert!(
             matches!(err, Ok(Err(ref e)) if e.to_string().contains("--prefix_len")),
