@@ -30,7 +30,17 @@ pub fn file(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
 
 /// An FLSM version with 4 levels, `guards` as `(level, key)` and `files` as `(level, meta)`.
 pub fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
-    let base = empty_version(LayoutKind::Flsm);
+    version_of(LayoutKind::Flsm, guards, files)
+}
+
+/// A version of `layout` with 4 levels, `guards` as `(level, key)` and `files` as
+/// `(level, meta)`; its invariants are checked.
+pub fn version_of(
+    layout: LayoutKind,
+    guards: &[(u32, &str)],
+    files: Vec<(u32, FileMeta)>,
+) -> Version {
+    let base = empty_version(layout);
     let mut b = VersionBuilder::new(&base);
     b.apply(&VersionEdit {
         new_files: files,

@@ -1,8 +1,7 @@
 //! Unit tests of the Jungle strategy's metadata moves on hand-built versions (no files).
 use super::*;
-use crate::compaction::test_support::{empty_version, file};
+use crate::compaction::test_support::{file, version_of};
 use crate::layout::LayoutKind;
-use crate::manifest::VersionEdit;
 use crate::version::VersionBuilder;
 
 /// Level 1 may hold 3 x 1000 file bytes before one of its trees goes down.
@@ -25,20 +24,7 @@ fn tree(number: u64, smallest: &str, largest: &str, size: u64) -> FileMeta {
 
 /// A Jungle version with `guards` as `(level, key)` and `files` as `(level, meta)`.
 fn version(guards: &[(u32, &str)], files: Vec<(u32, FileMeta)>) -> Version {
-    let base = empty_version(LayoutKind::Jungle);
-    let mut b = VersionBuilder::new(&base);
-    b.apply(&VersionEdit {
-        new_files: files,
-        added_guards: guards
-            .iter()
-            .map(|(l, k)| (*l, k.as_bytes().to_vec()))
-            .collect(),
-        ..VersionEdit::default()
-    })
-    .unwrap();
-    let v = b.build();
-    v.check_invariants().unwrap();
-    v
+    version_of(LayoutKind::Jungle, guards, files)
 }
 
 /// The version after `choice` (a move) is applied as the background thread applies it.
