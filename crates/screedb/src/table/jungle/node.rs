@@ -3,6 +3,7 @@
 //! `mod.rs`; every number here is on disk and frozen.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -142,10 +143,28 @@ impl ValueSlot<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
     payload: Bytes,
-    /// `(offset, length)` of each entry's internal key in `payload`; its value tag follows it.
-    keys: Vec<(u32, u32)>,
+    /// Where each entry lies in `payload`, checked against it.
+    index: LeafIndex,
+}
+
+/// What decoding a leaf learns, apart from its bytes: where each entry's key lies. Shared, so a
+/// cache can keep it for a leaf of a mapped file and pair it with the file's bytes again
+/// ([`Leaf::over`]) instead of keeping a copy of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafIndex {
+    /// `(offset, length)` of each entry's internal key in the payload; its value tag follows.
+    keys: Arc<[(u32, u32)]>,
     /// The end (past the trailer) of the furthest value record an entry refers to (0: none).
     stored_end: u64,
+    /// Bytes of the payload it was built from.
+    payload_len: usize,
+}
+
+impl LeafIndex {
+    /// Bytes it holds in memory (what a cache charges for it).
+    pub fn charge(&self) -> u64 {
+        (self.keys.len() * 8 + 48) as u64
+    }
 }
 
 impl Leaf {
@@ -171,37 +190,45 @@ impl Leaf {
                 _ => return None,
             }
         }
+        let payload_len = payload.len();
         c.0.is_empty().then_some(Leaf {
             payload,
-            keys,
-            stored_end,
+            index: LeafIndex {
+                keys: keys.into(),
+                stored_end,
+                payload_len,
+            },
         })
     }
 
-    /// The same leaf over its own copy of the payload, so it no longer shares (and keeps alive)
-    /// the buffer it was read from: a leaf kept in a cache must not pin the memory map of a file
-    /// that compaction may delete (the last view's drop would unmap it, and free the deleted
-    /// file's pages, in whichever reader evicts it).
-    pub fn detached(self) -> Leaf {
-        Leaf {
-            payload: Bytes::copy_from_slice(&self.payload),
-            ..self
-        }
+    /// Its index (shared, not copied).
+    pub fn index(&self) -> LeafIndex {
+        self.index.clone()
+    }
+
+    /// The leaf `index` was decoded from, over `payload`: the same bytes read again (from the
+    /// same offset of the same file, which never changes below a commit). `None` if the length
+    /// differs.
+    pub fn over(payload: Bytes, index: &LeafIndex) -> Option<Leaf> {
+        (payload.len() == index.payload_len).then(|| Leaf {
+            payload,
+            index: index.clone(),
+        })
     }
 
     /// Entries in the leaf.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.index.keys.len()
     }
 
     /// True if the leaf has no entries (only a damaged file has such a leaf).
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.index.keys.is_empty()
     }
 
     /// The internal key of entry `i` (empty past the end).
     pub fn ikey(&self, i: usize) -> &[u8] {
-        self.keys.get(i).map_or(&[], |&(at, len)| {
+        self.index.keys.get(i).map_or(&[], |&(at, len)| {
             let at = at as usize;
             self.payload.get(at..at + len as usize).unwrap_or_default()
         })
@@ -210,7 +237,7 @@ impl Leaf {
     /// The value of entry `i` (an empty inline value past the end).
     pub fn value(&self, i: usize) -> ValueSlot<'_> {
         let empty = ValueSlot::Inline(&[]);
-        let Some(&(at, len)) = self.keys.get(i) else {
+        let Some(&(at, len)) = self.index.keys.get(i) else {
             return empty;
         };
         let Some(rest) = self.payload.get(at as usize + len as usize..) else {
@@ -481,7 +508,7 @@ pub fn read_node(
     // file from sending a reader round a cycle.
     let points_back = |h: &Handle| h.end() <= handle.offset;
     let well_formed = match &node {
-        Some(Node::Leaf(leaf)) => leaf.stored_end <= handle.offset,
+        Some(Node::Leaf(leaf)) => leaf.index.stored_end <= handle.offset,
         Some(Node::Internal(cs)) => cs.iter().all(|c| points_back(&c.handle)),
         None => false,
     };

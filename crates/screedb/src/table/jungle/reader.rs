@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::commit::{read_commit_at, read_commit_ending_at};
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
-    FILTER_RECORD, Handle, Leaf, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
+    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
@@ -38,19 +38,35 @@ pub struct TreeReader {
 }
 
 /// Decoded tree nodes of every open tree, keyed by `(file number, offset)` and bounded in
-/// payload bytes. Safe without invalidation: a node a reader can reach lies below a commit,
-/// and bytes below a commit never change (file numbers are never reused).
+/// bytes. Safe without invalidation: a node a reader can reach lies below a commit, and bytes
+/// below a commit never change (file numbers are never reused).
 pub struct NodeCache {
-    cache: Cache<(u64, u64), (u32, Arc<Node>), NodeWeighter>,
+    cache: Cache<(u64, u64), Cached, NodeWeighter>,
 }
 
-/// Weighs a cached node by its payload bytes (as read from disk).
+/// What the cache keeps of a node.
+#[derive(Clone)]
+enum Cached {
+    /// A decoded node (internal nodes; leaves of files read without a map), weighed by its
+    /// payload bytes.
+    Node(u32, Arc<Node>),
+    /// A leaf of a mapped file: only where its entries lie, checked when it was read. A reader
+    /// pairs it with the leaf's bytes read in place from its own map ([`Leaf::over`]): no copy
+    /// of the bytes is kept (the page cache holds them, as it holds a sorted table's blocks
+    /// read in place), and no view that would keep the map of a deleted file alive.
+    Leaf(LeafIndex),
+}
+
+/// Weighs a cached node by the bytes it holds.
 #[derive(Debug, Clone, Copy)]
 struct NodeWeighter;
 
-impl Weighter<(u64, u64), (u32, Arc<Node>)> for NodeWeighter {
-    fn weight(&self, _key: &(u64, u64), node: &(u32, Arc<Node>)) -> u64 {
-        u64::from(node.0).max(1)
+impl Weighter<(u64, u64), Cached> for NodeWeighter {
+    fn weight(&self, _key: &(u64, u64), cached: &Cached) -> u64 {
+        match cached {
+            Cached::Node(size, _) => u64::from(*size).max(1),
+            Cached::Leaf(index) => index.charge(),
+        }
     }
 }
 
@@ -204,17 +220,25 @@ impl TreeReader {
             return self.read_node(handle, leaf).map(Arc::new);
         };
         let key = (self.file_number, handle.offset);
-        if let Some((_, node)) = cache.cache.get(&key) {
-            return Ok(node);
+        let mapped = self.file.is_mapped();
+        match cache.cache.get(&key) {
+            Some(Cached::Node(_, node)) => return Ok(node),
+            // The bytes were checked when the index was cached and never change: read them in
+            // place again.
+            Some(Cached::Leaf(index)) if mapped && leaf => {
+                let payload = self.file.read_bytes(handle.offset, handle.size as usize)?;
+                if let Some(l) = Leaf::over(payload, &index) {
+                    return Ok(Arc::new(Node::Leaf(l)));
+                }
+            }
+            _ => {}
         }
-        let node = match self.read_node(handle, leaf)? {
-            // A leaf read in place is a view of this file's map: the cache keeps a copy (see
-            // `Leaf::detached`).
-            Node::Leaf(l) if self.file.is_mapped() => Node::Leaf(l.detached()),
-            node => node,
+        let node = Arc::new(self.read_node(handle, leaf)?);
+        let cached = match &*node {
+            Node::Leaf(l) if mapped => Cached::Leaf(l.index()),
+            _ => Cached::Node(handle.size, Arc::clone(&node)),
         };
-        let node = Arc::new(node);
-        cache.cache.insert(key, (handle.size, Arc::clone(&node)));
+        cache.cache.insert(key, cached);
         Ok(node)
     }
 

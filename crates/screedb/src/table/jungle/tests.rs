@@ -424,3 +424,55 @@ fn a_mapped_reader_on_the_real_file_system_keeps_its_commit_across_an_append() {
     assert_eq!(got.len(), 200);
     assert_eq!(got.iter().filter(|(_, v)| v[0] == 2).count(), 67);
 }
+
+/// Through a node cache, a mapped tree's leaves are cached as their key offsets only and read
+/// in place again: every lookup and scan gives the same answers on the first read, on reads from
+/// the cache, and from a second reader of the file sharing the cache; a tree read without a map
+/// through the same cache too.
+#[test]
+fn cached_leaf_indexes_of_a_mapped_tree_read_the_same_entries() {
+    use crate::fs::OsFs;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000007.sst");
+    let fs = OsFs;
+    let opts = small_opts();
+    let mut m = Model::new();
+    for i in 0..400u32 {
+        let value = vec![b'v'; (i % 40) as usize];
+        model_insert(
+            &mut m,
+            ik(format!("key{i:05}").as_bytes(), 1, ValueKind::Value),
+            value,
+        );
+    }
+    let c = write_tree(
+        &opts,
+        &icmp(),
+        fs.create(&path).unwrap(),
+        &path,
+        ok_iter(entries(&m)),
+    )
+    .unwrap();
+    let cache = Arc::new(NodeCache::new(1 << 20));
+    let reader = |mapped: bool| {
+        let file = if mapped {
+            fs.open_mapped(&path).unwrap()
+        } else {
+            fs.open(&path).unwrap()
+        };
+        assert_eq!(file.is_mapped(), mapped);
+        Arc::new(
+            TreeReader::open(file, path.clone(), 7, c.len, opts.clone(), icmp())
+                .unwrap()
+                .with_node_cache(Some(Arc::clone(&cache))),
+        )
+    };
+    for t in [reader(true), reader(true), reader(false), reader(true)] {
+        for _ in 0..2 {
+            for (ikey, v) in entries(&m) {
+                assert_eq!(t.get(&ikey).unwrap(), Some((ikey.clone(), v)));
+            }
+            assert_eq!(scan(&t).unwrap(), entries(&m));
+        }
+    }
+}
