@@ -316,10 +316,10 @@ impl Db {
             children.push(Box::new(imm.iter()));
         }
         let skips = std::cell::Cell::new(0u64);
+        let end = prefix.and_then(crate::comparator::bytewise_prefix_successor);
         let wanted = |f: &FileMeta| -> Result<bool> {
             let Some(p) = prefix else { return Ok(true) };
             let ucmp = inner.icmp.user();
-            let end = crate::comparator::bytewise_prefix_successor(p);
             let in_range = ucmp.compare(f.largest_user_key(), p).is_ge()
                 && end
                     .as_deref()
