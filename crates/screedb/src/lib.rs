@@ -32,6 +32,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod options;
 pub mod repair;
+pub mod sketch;
 mod sync;
 pub mod table;
 pub mod version;

@@ -357,6 +357,7 @@ pub(crate) fn finish_table(writer: Box<dyn TableWriter>, number: u64) -> Result<
         end_checksum: None,
         route: 0,
         live_bytes: 0,
+        distinct_sketch: props.distinct_sketch,
     })
 }
 

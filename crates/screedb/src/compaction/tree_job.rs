@@ -381,6 +381,7 @@ impl TreeMerge<'_, '_> {
             end_checksum: Some(end_checksum(&*file, commit.len)?),
             route: 0,
             live_bytes: commit.live_bytes,
+            distinct_sketch: None,
         })
     }
 }

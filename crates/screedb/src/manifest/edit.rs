@@ -31,6 +31,9 @@
 //!                       log number (every write below it is in a table); written with the log
 //!                       number by flushes and recovery. Recovery replays the logs only as far
 //!                       as their sequence numbers run on from it without a gap.
+//! 16   table sketch:    file number: u64 | registers: bytes (256 of them, `crate::sketch`);
+//!                       the distinct-key sketch of the table of that number that the same
+//!                       edit adds (an HTable's: the trie estimates a container's garbage)
 //! ```
 //!
 //! Sorted tables that never grow are still written with tag 6, so a database that holds only
@@ -88,6 +91,8 @@ pub mod tag {
     pub const HASH_SEED: u8 = 14;
     /// The sequence number the log named by the log number starts at.
     pub const LOG_START: u8 = 15;
+    /// The distinct-key sketch of a table the same edit adds.
+    pub const TABLE_SKETCH: u8 = 16;
 }
 
 /// A change to the set of live tables and counters; the MANIFEST is a log of these.
@@ -170,6 +175,11 @@ impl VersionEdit {
                 put_u32(dst, *level);
                 meta.encode_framed(dst);
             }
+            if let Some(sketch) = &meta.distinct_sketch {
+                dst.push(tag::TABLE_SKETCH);
+                put_u64(dst, meta.number);
+                put_bytes(dst, sketch.as_bytes());
+            }
         }
         for (level, meta) in &self.grown_files {
             debug_assert!(*level <= MAX_LEVEL);
@@ -238,6 +248,29 @@ impl VersionEdit {
                     let level = r.level("new table level")?;
                     edit.new_files
                         .push((level, FileMeta::decode_framed(&mut r)?));
+                }
+                tag::TABLE_SKETCH => {
+                    let number = r.u64("sketch file number")?;
+                    let at = r.offset();
+                    let bytes = r.bytes("sketch registers")?;
+                    let bad = |why: String| crate::error::Error::corruption(file, at, why);
+                    let sketch =
+                        crate::sketch::DistinctSketch::from_bytes(bytes).ok_or_else(|| {
+                            bad(format!(
+                                "the sketch of table {number} is malformed ({} bytes)",
+                                bytes.len()
+                            ))
+                        })?;
+                    let (_, meta) = edit
+                        .new_files
+                        .iter_mut()
+                        .find(|(_, m)| m.number == number)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "a sketch for table {number}, which this edit does not add"
+                            ))
+                        })?;
+                    meta.distinct_sketch = Some(std::sync::Arc::new(sketch));
                 }
                 tag::TABLE_GREW => {
                     let level = r.level("grown table level")?;
@@ -313,6 +346,7 @@ mod tests {
             proptest::option::of(any::<u32>()),
             any::<u64>(),
             (0..crate::table::TableFormat::ALL.len(), any::<u64>()),
+            proptest::option::of(vec(any::<u64>(), 0..40)),
         )
             .prop_map(
                 |(
@@ -323,6 +357,7 @@ mod tests {
                     end_checksum,
                     route,
                     (format, live),
+                    sketch_keys,
                 )| {
                     let format = crate::table::TableFormat::ALL[format];
                     FileMeta {
@@ -342,6 +377,11 @@ mod tests {
                         } else {
                             0
                         },
+                        distinct_sketch: sketch_keys.map(|keys| {
+                            let mut sketch = crate::sketch::DistinctSketch::new();
+                            keys.into_iter().for_each(|k| sketch.add(k));
+                            std::sync::Arc::new(sketch)
+                        }),
                     }
                 },
             )
@@ -392,7 +432,20 @@ mod tests {
                         last_sequence: last,
                         deleted_files: del,
                         new_files: new,
-                        grown_files: grown,
+                        // A grown table's field (tag 13) carries no sketch.
+                        grown_files: grown
+                            .into_iter()
+                            .map(|(level, meta)| {
+                                let distinct_sketch = None;
+                                (
+                                    level,
+                                    FileMeta {
+                                        distinct_sketch,
+                                        ..meta
+                                    },
+                                )
+                            })
+                            .collect(),
                         added_guards: add,
                         removed_guards: rem,
                         stats,
@@ -418,6 +471,10 @@ mod tests {
         .count()
             + e.deleted_files.len()
             + e.new_files.len()
+            + e.new_files
+                .iter()
+                .filter(|(_, m)| m.distinct_sketch.is_some())
+                .count()
             + e.grown_files.len()
             + e.added_guards.len()
             + e.removed_guards.len()
@@ -502,6 +559,25 @@ mod tests {
             err.to_string().contains("truncated comparator name"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_sketch_must_be_well_formed_and_belong_to_a_table_of_its_edit() {
+        let sketch = crate::sketch::DistinctSketch::new();
+        let mut orphan = vec![tag::TABLE_SKETCH];
+        put_u64(&mut orphan, 12);
+        put_bytes(&mut orphan, sketch.as_bytes());
+        let err = VersionEdit::decode(&orphan, &path(), 0).unwrap_err();
+        assert!(err.is_corruption());
+        assert!(
+            err.to_string().contains("table 12, which this edit"),
+            "{err}"
+        );
+        let mut short = vec![tag::TABLE_SKETCH];
+        put_u64(&mut short, 12);
+        put_bytes(&mut short, &[1, 2, 3]);
+        let err = VersionEdit::decode(&short, &path(), 0).unwrap_err();
+        assert!(err.to_string().contains("malformed (3 bytes)"), "{err}");
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct FileMeta {
     /// extent, so `file_size / live_bytes` is its space ratio (Jungle's compaction factor C is
     /// compared with it). 0 for the other formats, which do not record it.
     pub live_bytes: u64,
+    /// For an HTable: the sketch of its distinct user keys (tag 16 of the edit that adds it;
+    /// `None` for the other formats and for HTables written before sketches). The trie's
+    /// strategy estimates a container's garbage from the union of its tables' sketches.
+    pub distinct_sketch: Option<std::sync::Arc<crate::sketch::DistinctSketch>>,
 }
 
 /// How many bytes below a table's extent [`FileMeta::end_checksum`] covers (fewer when the
@@ -171,6 +175,7 @@ impl FileMeta {
             end_checksum: None,
             route: 0,
             live_bytes: 0,
+            distinct_sketch: None,
         })
     }
 }

@@ -61,6 +61,9 @@ pub struct TableProperties {
     pub largest_seq: u64,
     /// Compression the table was built with (each block may still be stored uncompressed).
     pub compression: CompressionType,
+    /// A sketch of the table's distinct user keys: an HTable's (stored in its own properties,
+    /// docs/format.md); `None` for the other formats, whose block above does not hold one.
+    pub distinct_sketch: Option<std::sync::Arc<crate::sketch::DistinctSketch>>,
 }
 
 impl Default for TableProperties {
@@ -79,6 +82,7 @@ impl Default for TableProperties {
             smallest_seq: 0,
             largest_seq: 0,
             compression: CompressionType::None,
+            distinct_sketch: None,
         }
     }
 }
@@ -179,6 +183,7 @@ impl TableProperties {
             smallest_seq: num(SMALLEST_SEQ)?,
             largest_seq: num(LARGEST_SEQ)?,
             compression,
+            distinct_sketch: None,
         })
     }
 }
@@ -216,6 +221,7 @@ mod tests {
                 smallest_seq: nums[8],
                 largest_seq: nums[9],
                 compression: if lz4 { CompressionType::Lz4 } else { CompressionType::None },
+                distinct_sketch: None,
             };
             prop_assert_eq!(decode_bytes(p.encode()).unwrap(), p);
         }

@@ -41,9 +41,16 @@ pub struct TrieOptions {
     /// many tables; that many of its oldest tables are split. Default: 8 (the paper's code:
     /// about 7.2 tables of volume).
     pub split_tables: usize,
-    /// A container of the last level is merged in place once it holds more than this many
-    /// tables. Default: 16.
+    /// A container of the last level holding more than this many tables is merged in place
+    /// when its garbage passes `gc_garbage_percent` or the trie has no level left to grow
+    /// into; otherwise its oldest tables are split into a new level below. Default: 16.
     pub max_tables_per_container: usize,
+    /// A container of the last level is merged in place (garbage collected) once this
+    /// percentage of its entries is garbage: versions shadowed by newer ones in the container
+    /// and tombstones, estimated from its tables' distinct-key sketches (`crate::sketch`).
+    /// Lower keeps less garbage on disk and rewrites more; 100 leaves garbage to the pile
+    /// limit alone. Default: 50 (space amplification of the last level at most about 2).
+    pub gc_garbage_percent: u32,
 }
 
 impl Default for TrieOptions {
@@ -60,6 +67,7 @@ impl TrieOptions {
         filter_bits_per_key: 16,
         split_tables: 8,
         max_tables_per_container: 16,
+        gc_garbage_percent: 50,
     };
 
     /// Checks that every option is in range; the error names the option.
@@ -84,6 +92,10 @@ impl TrieOptions {
         check(
             (2..=1024).contains(&self.max_tables_per_container),
             "trie.max_tables_per_container must be between 2 and 1024",
+        )?;
+        check(
+            (1..=100).contains(&self.gc_garbage_percent),
+            "trie.gc_garbage_percent must be between 1 and 100",
         )
     }
 }

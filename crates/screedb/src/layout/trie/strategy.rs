@@ -5,11 +5,12 @@
 //!   the first 3 hash bits into the level-1 containers;
 //! - level `n` -> `n + 1` (`n` above the last level): a container holding `split_tables` tables
 //!   gives its `split_tables` oldest, split by the next 3 bits; nothing below is read;
-//! - the deepest level holding tables (the *last* level so far): a container holds up to
-//!   `max_tables_per_container` tables; once it holds more, its oldest `split_tables` are split
+//! - the deepest level holding tables (the *last* level so far): a container whose estimated
+//!   garbage reaches `gc_garbage_percent` of its entries is merged in place, which drops
+//!   shadowed versions and (nothing being older) tombstones. A container holding more than
+//!   `max_tables_per_container` tables with less garbage has its oldest `split_tables` split
 //!   into a new level below, which becomes the last (the trie grows a level when the store
-//!   outgrows it), or, at level `num_levels - 1`, the container is merged in place, which drops
-//!   shadowed versions and (nothing being older) tombstones.
+//!   outgrows it), or, at level `num_levels - 1`, is merged in place all the same.
 //!
 //! Containers of one level are independent, so jobs on different containers run in parallel;
 //! inputs are registered as busy files.
@@ -47,18 +48,18 @@ fn busy(state: &State, files: &[FileRef]) -> bool {
 }
 
 /// True when a job on `container` (of `level`) would race one already running on a container
-/// of level `num_levels - 1` it shares tables with: a split into that level while one of its
+/// of the last level (`last`) it shares tables with: a split into that level while one of its
 /// children is merged in place, or a merge in place while its parent splits into it. Each job
 /// writes the container's cluster from the tables it saw, so the later install would leave the
 /// other's tables outside the cluster (right, but probed through their own filters).
 fn races_a_merge_in_place(version: &Version, state: &State, level: usize, route: u64) -> bool {
-    let max_last = version.num_levels() - 1;
-    if level >= 1 && level + 1 == max_last {
+    let last = super::deepest_level(version);
+    if level >= 1 && level + 1 == last {
         version
-            .runs(max_last)
+            .runs(last)
             .iter()
             .any(|child| child[0].route >> 3 == route && busy(state, child))
-    } else if level >= 2 && level == max_last {
+    } else if level >= 2 && level == last {
         version
             .runs(level - 1)
             .iter()
@@ -96,6 +97,28 @@ fn split_inputs(container: &[FileRef], n: usize) -> Vec<FileRef> {
     }
 }
 
+/// The fraction of `container`'s keys that a merge in place would drop, estimated from its
+/// tables' distinct-key sketches: `1 - distinct(union) / sum(distinct(table))`, the share of
+/// the tables' keys that another table of the container holds too (all but the newest of
+/// those versions are garbage). Versions of one key within one table are not counted: a merge
+/// keeps them when a snapshot needs them, and counting them would make the container due again
+/// as soon as it was merged. Tombstones are not counted on their own for the same reason (a
+/// tombstone over an older version in another table counts as that version). `None` while a
+/// table has no sketch (written before sketches) or the container holds no key.
+pub(crate) fn garbage_fraction(container: &[FileRef]) -> Option<f64> {
+    let mut union = crate::sketch::DistinctSketch::new();
+    let mut sum = 0.0;
+    for f in container {
+        let sketch = f.distinct_sketch.as_deref()?;
+        union.union(sketch);
+        sum += sketch.estimate();
+    }
+    if sum < 1.0 {
+        return None;
+    }
+    Some((1.0 - union.estimate() / sum).max(0.0))
+}
+
 impl CompactionStrategy for Trie {
     fn name(&self) -> &'static str {
         "trie"
@@ -109,7 +132,13 @@ impl CompactionStrategy for Trie {
         if level0.len() >= options.l0_compaction_trigger && !busy(state, level0) {
             return merge(level0.to_vec(), 0, 1, options);
         }
-        // The fullest container first, shallow levels before deep ones on a tie.
+        let collect = |container: &[FileRef]| {
+            container.len() >= 2
+                && garbage_fraction(container)
+                    .is_some_and(|g| g * 100.0 >= f64::from(trie.gc_garbage_percent))
+        };
+        // The fullest container first, shallow levels before deep ones on a tie; at the last
+        // level a container is also due when it holds enough garbage to collect.
         let mut due: Option<(usize, usize, &Vec<FileRef>)> = None;
         for level in 1..=last {
             let limit = if level < last {
@@ -118,7 +147,8 @@ impl CompactionStrategy for Trie {
                 trie.max_tables_per_container + 1
             };
             for container in version.runs(level) {
-                let over = container.len() >= limit && due.is_none_or(|d| container.len() > d.1);
+                let over = (container.len() >= limit || level == last && collect(container))
+                    && due.is_none_or(|d| container.len() > d.1);
                 if over
                     && !busy(state, container)
                     && !races_a_merge_in_place(version, state, level, container[0].route)
@@ -130,7 +160,7 @@ impl CompactionStrategy for Trie {
         let Some((level, _, container)) = due else {
             return Choice::DoNothing;
         };
-        if level == max_last {
+        if level == max_last || level == last && collect(container) {
             return merge(container.clone(), level, level, options);
         }
         // Above the deepest level the trie may have, a full container of the deepest level so
@@ -283,6 +313,93 @@ mod tests {
             err.contains("table 2 of level 1") && err.contains("not older"),
             "{err}"
         );
+    }
+
+    /// A level-1 container (level 1 the last of 0-3) of tables `(number, keys)`, oldest first,
+    /// each with the sketch of its keys.
+    fn sketched_version(tables: &[(u64, std::ops::Range<u64>)]) -> Version {
+        let base = empty_version(LayoutKind::Trie);
+        let new_files = tables
+            .iter()
+            .map(|(n, keys)| {
+                let mut sketch = crate::sketch::DistinctSketch::new();
+                keys.clone()
+                    .for_each(|k| sketch.add(xxhash_rust::xxh3::xxh3_64(&k.to_le_bytes())));
+                let f = crate::manifest::FileMeta {
+                    route: 3,
+                    num_entries: keys.end - keys.start,
+                    distinct_sketch: Some(std::sync::Arc::new(sketch)),
+                    ..file(*n, "a", "z", 100)
+                };
+                (1, f)
+            })
+            .collect();
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&VersionEdit {
+            new_files,
+            ..VersionEdit::default()
+        })
+        .unwrap();
+        b.build()
+    }
+
+    fn chosen(v: &Version, gc_garbage_percent: u32) -> Option<(Vec<u64>, usize)> {
+        let mut opts = options();
+        if let Layout::Trie(t) = &mut opts.layout {
+            t.max_tables_per_container = 4;
+            t.gc_garbage_percent = gc_garbage_percent;
+        }
+        match Trie.choose(v, &opts, &State::default()) {
+            Choice::Merge(spec) => {
+                let mut inputs: Vec<u64> = spec.all_inputs().map(|f| f.number).collect();
+                inputs.sort_unstable();
+                Some((inputs, spec.output_level))
+            }
+            Choice::DoNothing | Choice::Move { .. } => None,
+        }
+    }
+
+    #[test]
+    fn garbage_is_the_share_of_keys_another_table_holds_too() {
+        let v = sketched_version(&[(1, 0..10_000), (2, 0..10_000), (3, 10_000..20_000)]);
+        let g = garbage_fraction(&v.runs(1)[0]).unwrap();
+        assert!(
+            (0.25..0.42).contains(&g),
+            "a third of the keys is garbage: {g}"
+        );
+        let disjoint = sketched_version(&[(1, 0..10_000), (2, 10_000..20_000)]);
+        let g = garbage_fraction(&disjoint.runs(1)[0]).unwrap();
+        assert!(g < 0.1, "{g}");
+        // A table without a sketch (written before them): no estimate.
+        let unsketched = aged_version(&[(1, 1, 30), (2, 31, 40)], 100);
+        assert_eq!(garbage_fraction(&unsketched.runs(1)[0]), None);
+    }
+
+    #[test]
+    fn a_last_level_container_of_garbage_is_merged_in_place_before_it_is_full() {
+        // Three overwrites of the same keys: two thirds garbage, in a container under its
+        // limit of 4, at level 1 of 0-3 (not the deepest the trie may have).
+        let v = sketched_version(&[(1, 0..5000), (2, 0..5000), (3, 0..5000)]);
+        assert_eq!(chosen(&v, 50), Some((vec![1, 2, 3], 1)));
+        assert_eq!(
+            chosen(&v, 70),
+            None,
+            "under the threshold and the pile limit"
+        );
+        // Disjoint keys: no garbage; over the pile limit the trie grows a level instead.
+        let v = sketched_version(&[(1, 0..10), (2, 10..20), (3, 20..30), (4, 30..40)]);
+        assert_eq!(chosen(&v, 50), None);
+        let v = sketched_version(&[
+            (1, 0..10),
+            (2, 10..20),
+            (3, 20..30),
+            (4, 30..40),
+            (5, 40..50),
+        ]);
+        assert_eq!(chosen(&v, 50), Some((vec![1, 2], 2)));
+        // Over the limit and mostly garbage: merged in place.
+        let v = sketched_version(&[(1, 0..10), (2, 0..10), (3, 0..10), (4, 0..10), (5, 0..10)]);
+        assert_eq!(chosen(&v, 50), Some((vec![1, 2, 3, 4, 5], 1)));
     }
 
     #[test]

@@ -371,6 +371,11 @@ impl HTableBuilder {
         };
         p.num_entries = entries.len() as u64;
         p.distinct_keys = spans.len() as u64;
+        let mut sketch = crate::sketch::DistinctSketch::new();
+        for &(s, _) in spans {
+            sketch.add(entries[s].hash.sketch_bits());
+        }
+        p.sketch = Some(std::sync::Arc::new(sketch));
         p.smallest_seq = entries.iter().map(|e| e.trailer >> 8).min().unwrap_or(0);
         p.largest_seq = entries.iter().map(|e| e.trailer >> 8).max().unwrap_or(0);
         for e in entries {

@@ -51,6 +51,7 @@ fn common_properties(p: &HTableProperties) -> TableProperties {
         filter_bytes: p.filter_bytes,
         smallest_seq: p.smallest_seq,
         largest_seq: p.largest_seq,
+        distinct_sketch: p.sketch.clone(),
         ..TableProperties::default()
     }
 }

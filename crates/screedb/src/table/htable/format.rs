@@ -366,6 +366,9 @@ pub(super) fn encode_properties(p: &HTableProperties) -> Vec<u8> {
     }
     crate::coding::put_length_prefixed(&mut v, &p.smallest_key);
     crate::coding::put_length_prefixed(&mut v, &p.largest_key);
+    if let Some(sketch) = &p.sketch {
+        v.extend_from_slice(sketch.as_bytes());
+    }
     v
 }
 
@@ -373,7 +376,15 @@ pub(super) fn encode_properties(p: &HTableProperties) -> Vec<u8> {
 pub(super) fn decode_properties(src: &[u8]) -> Option<HTableProperties> {
     let n = |i: usize| get_u64(src.get(8 * i..)?);
     let (small, a) = crate::coding::get_length_prefixed(src.get(88..)?)?;
-    let (large, _) = crate::coding::get_length_prefixed(src.get(88 + a..)?)?;
+    let (large, b) = crate::coding::get_length_prefixed(src.get(88 + a..)?)?;
+    // The sketch, when there are enough bytes for it (older tables end here); malformed
+    // registers make the properties unreadable like any other bad field.
+    let sketch = match src.get(88 + a + b..88 + a + b + crate::sketch::REGISTERS) {
+        Some(bytes) => Some(std::sync::Arc::new(
+            crate::sketch::DistinctSketch::from_bytes(bytes)?,
+        )),
+        None => None,
+    };
     Some(HTableProperties {
         num_entries: n(0)?,
         num_deletions: n(1)?,
@@ -388,6 +399,7 @@ pub(super) fn decode_properties(src: &[u8]) -> Option<HTableProperties> {
         hash_seed: n(10)?,
         smallest_key: small.to_vec(),
         largest_key: large.to_vec(),
+        sketch,
         ..HTableProperties::default()
     })
 }

@@ -8,6 +8,7 @@
 //! | `[30, 64)` | bucket: this 34-bit number mod `num_buckets`                   |
 //! | `[64, 96)` | migration rank (u32)                                           |
 //! | `[96,128)` | Bloom probes                                                    |
+//! | `[64,128)` | distinct-count sketch (`crate::sketch`; shares the bits above) |
 //!
 //! Bloom probes (SplitMix64 over the Bloom bits): for `i` in `1..=k`,
 //! `x = fmix64(bloom + i * 0x9E3779B97F4A7C15)` (wrapping u64; `fmix64` is MurmurHash3's
@@ -63,6 +64,13 @@ impl KeyHash {
     /// The Bloom bits: `[96, 128)`.
     pub fn bloom(&self) -> u32 {
         (self.0 >> 96) as u32
+    }
+
+    /// The bits a distinct-count sketch counts the key by (`crate::sketch`): `[64, 128)`, the
+    /// rank and Bloom bits, which no trie path fixes (every key of a container shares its
+    /// path bits).
+    pub fn sketch_bits(&self) -> u64 {
+        (self.0 >> 64) as u64
     }
 
     /// The `k` bit positions this key uses in a filter of `m` bits.

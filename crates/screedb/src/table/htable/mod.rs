@@ -43,6 +43,8 @@
 //!               | largest_seq | item_bytes | distinct_keys | overflow_entries
 //!               | migrated_entries | hash_seed                 (11 x u64)
 //!               | smallest internal key: varint32 length + bytes | largest: the same
+//!               | distinct-key sketch: 256 one-byte registers (`crate::sketch`; absent in
+//!                 tables written before it)
 //!               (bytes after these are ignored: room for later fields)
 //! footer   := num_buckets: u32 | bucket_bytes: u32
 //!             | 5 x (offset: u64, size: u64): overflow area, overflow index, filter, migration,
@@ -176,6 +178,9 @@ pub struct HTableProperties {
     pub smallest_key: Vec<u8>,
     /// Largest internal key; empty if no entries.
     pub largest_key: Vec<u8>,
+    /// A sketch of the distinct user keys (`crate::sketch`), by their
+    /// [`KeyHash::sketch_bits`]; `None` in a table written before sketches were stored.
+    pub sketch: Option<std::sync::Arc<crate::sketch::DistinctSketch>>,
     /// Derived: buckets in the table.
     pub num_buckets: u32,
     /// Derived: bytes of one bucket.

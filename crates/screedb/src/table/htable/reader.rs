@@ -181,6 +181,11 @@ impl HTable {
             .map_or(0, |f| f.bits.len() + 4 * f.offsets.len());
         let props = self.props.smallest_key.len()
             + self.props.largest_key.len()
+            + self
+                .props
+                .sketch
+                .as_ref()
+                .map_or(0, |_| crate::sketch::REGISTERS)
             + size_of::<HTableProperties>();
         (filters
             + size_of::<MigrationRecord>() * self.migrations.len()

@@ -147,6 +147,14 @@ impl HTable {
         got.smallest_key = t.smallest.unwrap_or_default();
         got.largest_key = t.largest.unwrap_or_default();
         got.hash_seed = stored.hash_seed;
+        // A table written before sketches has none to check.
+        got.sketch = stored.sketch.as_ref().map(|_| {
+            let mut sketch = crate::sketch::DistinctSketch::new();
+            for k in &t.keys {
+                sketch.add(KeyHash::of(stored.hash_seed, k).sketch_bits());
+            }
+            std::sync::Arc::new(sketch)
+        });
         let stored_only = HTableProperties {
             num_buckets: 0,
             bucket_bytes: 0,
