@@ -441,6 +441,8 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         mmap_reads: args.mmap_reads,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         prefix_bloom_len: args.prefix_bloom_len,
+        // The trie's garbage threshold is set by the engine spec (`screedb:layout=trie:gc=N`).
+        gc_garbage_percent: None,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

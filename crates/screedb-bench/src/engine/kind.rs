@@ -64,6 +64,8 @@ pub struct ScreeDbSpec {
     pub compaction_factor_percent: Option<u32>,
     /// `prefix_bloom=N`: `Options::prefix_bloom_len`.
     pub prefix_bloom_len: Option<usize>,
+    /// `gc=PERCENT`: the trie's `gc_garbage_percent`.
+    pub gc_garbage_percent: Option<u32>,
 }
 
 impl ScreeDbSpec {
@@ -77,8 +79,8 @@ impl ScreeDbSpec {
         let bad = |why: String| {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
-                 layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle) and \
-                 prefix_bloom=N"
+                 layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle), \
+                 gc=PERCENT (trie) and prefix_bloom=N"
             ))
         };
         for option in spec.split(':') {
@@ -108,7 +110,14 @@ impl ScreeDbSpec {
                         })?;
                     out.prefix_bloom_len = Some(n);
                 }
-                "layout" | "memory" | "c" | "prefix_bloom" => {
+                "gc" if out.gc_garbage_percent.is_none() => {
+                    let percent: u32 =
+                        value.parse().ok().filter(|p| (1..=100).contains(p)).ok_or_else(|| {
+                            bad(format!("gc={value:?} is not a percentage in 1..=100"))
+                        })?;
+                    out.gc_garbage_percent = Some(percent);
+                }
+                "layout" | "memory" | "c" | "prefix_bloom" | "gc" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -134,6 +143,9 @@ impl ScreeDbSpec {
         }
         if let Some(n) = self.prefix_bloom_len {
             out.push_str(&format!(":prefix_bloom={n}"));
+        }
+        if let Some(percent) = self.gc_garbage_percent {
+            out.push_str(&format!(":gc={percent}"));
         }
         out
     }
@@ -230,6 +242,9 @@ impl EngineKind {
                 if let Some(n) = spec.prefix_bloom_len {
                     config.prefix_bloom_len = n;
                 }
+                if let Some(percent) = spec.gc_garbage_percent {
+                    config.gc_garbage_percent = Some(percent);
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -305,12 +320,17 @@ mod tests {
                 memory: Some(Memory::Flodb),
                 compaction_factor_percent: None,
                 prefix_bloom_len: None,
+                gc_garbage_percent: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");
         let j = EngineKind::parse("screedb:layout=jungle:c=2.5").unwrap();
         assert_eq!(j.label(), "screedb:layout=jungle:c=2.5");
         assert!(EngineKind::parse("screedb:layout=jungle:c=0.5").is_err());
+        let t = EngineKind::parse("screedb:layout=trie:gc=35").unwrap();
+        assert_eq!(t.label(), "screedb:layout=trie:gc=35");
+        assert!(EngineKind::parse("screedb:layout=trie:gc=0").is_err());
+        assert!(EngineKind::parse("screedb:layout=trie:gc=101").is_err());
         assert_eq!(EngineKind::parse("screedb").unwrap().label(), "screedb");
         assert_eq!(
             EngineKind::parse("screedb:layout=flsm").unwrap().label(),

@@ -73,6 +73,8 @@ pub struct EngineConfig {
     pub cache_index_and_filter_blocks: bool,
     /// ScreeDB: `Options::prefix_bloom_len` (0: none). Other engines ignore it.
     pub prefix_bloom_len: usize,
+    /// The trie's `gc_garbage_percent` (`None`: the layout's default); other layouts ignore it.
+    pub gc_garbage_percent: Option<u32>,
 }
 
 impl EngineConfig {
@@ -92,6 +94,7 @@ impl EngineConfig {
             mmap_reads: None,
             cache_index_and_filter_blocks: false,
             prefix_bloom_len: 0,
+            gc_garbage_percent: None,
         }
     }
 }

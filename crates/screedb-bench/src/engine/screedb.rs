@@ -35,6 +35,11 @@ impl ScreeDbEngine {
         {
             jungle.compaction_factor = c;
         }
+        if let (Some(percent), ::screedb::Layout::Trie(trie)) =
+            (config.gc_garbage_percent, &mut options.layout)
+        {
+            trie.gc_garbage_percent = percent;
+        }
         if let Some(mmap) = config.mmap_reads {
             options.mmap_reads = mmap;
         }
