@@ -111,8 +111,11 @@ impl ScreeDbSpec {
                     out.prefix_bloom_len = Some(n);
                 }
                 "gc" if out.gc_garbage_percent.is_none() => {
-                    let percent: u32 =
-                        value.parse().ok().filter(|p| (1..=100).contains(p)).ok_or_else(|| {
+                    let percent: u32 = value
+                        .parse()
+                        .ok()
+                        .filter(|p| (1..=100).contains(p))
+                        .ok_or_else(|| {
                             bad(format!("gc={value:?} is not a percentage in 1..=100"))
                         })?;
                     out.gc_garbage_percent = Some(percent);
