@@ -181,6 +181,10 @@ fn the_jungle_layout_matches_a_model_across_appends_rewrites_and_reopens() {
     );
     assert!(stats.tree_new_bytes > 0, "trees were written: {stats}");
     assert!(
+        stats.tree_replacements > 0,
+        "appends that would pass C replaced their trees: {stats}"
+    );
+    assert!(
         stats.files_per_level.iter().skip(2).any(|&n| n > 0),
         "trees reached level 2: {:?}",
         stats.files_per_level

@@ -69,6 +69,8 @@ pub struct JobStats {
     pub tree_appended_node_bytes: u64,
     /// Jungle: bytes of new tree files (new guard ranges and rewrites).
     pub tree_new_bytes: u64,
+    /// Jungle: append targets replaced by a new tree (the append would have passed C).
+    pub tree_replacements: u64,
     /// Tables written.
     pub files_written: u64,
     /// Entries dropped as shadowed or obsolete tombstones.

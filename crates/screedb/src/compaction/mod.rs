@@ -87,7 +87,9 @@ pub enum OutputPlan {
     /// removed); with `rewrite` true, every input is at the output level and is replaced. A
     /// guard range without a tree gets new trees, cut before every key whose guard hash ends in
     /// `new_guard_bits` one bits and once a tree holds `target_file_size` of live data; each
-    /// cut key becomes a guard of the output level.
+    /// cut key becomes a guard of the output level. A target whose append would take its file
+    /// past `replace_past_percent` hundredths of the bytes a fresh tree of its entries needs
+    /// (Jungle's compaction factor) is replaced instead: merged with its batch into a new tree.
     Trees {
         /// Live bytes at which a new tree is cut.
         target_file_size: u64,
@@ -95,6 +97,9 @@ pub enum OutputPlan {
         new_guard_bits: u32,
         /// The inputs at the output level are replaced rather than appended to.
         rewrite: bool,
+        /// Space ratio, in hundredths, past which an append target is replaced instead (0:
+        /// never).
+        replace_past_percent: u32,
     },
 }
 

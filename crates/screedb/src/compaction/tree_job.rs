@@ -56,6 +56,8 @@ struct TreeMerge<'a, 'c> {
     out: usize,
     target_file_size: u64,
     new_guard_bits: u32,
+    /// See [`OutputPlan::Trees`]: past this space ratio a target is replaced, not appended to.
+    replace_past_percent: u32,
     /// The append targets, by smallest key.
     targets: Vec<FileRef>,
     /// Committed guards of the output level, and the index of the first one above the keys
@@ -82,6 +84,7 @@ pub fn merge(
         target_file_size,
         new_guard_bits,
         rewrite,
+        replace_past_percent,
     } = spec.output
     else {
         return Err(Error::invalid("a tree merge needs OutputPlan::Trees"));
@@ -106,6 +109,7 @@ pub fn merge(
         out,
         target_file_size,
         new_guard_bits,
+        replace_past_percent,
         targets,
         committed: version.guards(out),
         next_guard: 0,
@@ -292,6 +296,9 @@ impl TreeMerge<'_, '_> {
         match std::mem::replace(&mut self.sink, Sink::None) {
             Sink::None => Ok(()),
             Sink::Append { batch, .. } if batch.is_empty() => Ok(()),
+            Sink::Append { tree, batch } if self.passes_c(&tree, &batch) => {
+                self.replace(&tree, batch)
+            }
             Sink::Append { tree, batch } => self.append(&tree, batch),
             Sink::New { entries, .. } if entries.is_empty() => Ok(()),
             Sink::New { entries, .. } => self.create(entries),
@@ -343,6 +350,67 @@ impl TreeMerge<'_, '_> {
             self.grown.push(self.meta_of(tree.number, &commit)?);
         }
         Ok(())
+    }
+
+    /// True when appending `batch` would take `tree` past the compaction factor: its file plus
+    /// the batch (and a leaf entry per key) over the bytes a fresh tree needs, counting the
+    /// batch as overwriting the tree's keys (updates, the case that grows garbage) unless it
+    /// is larger. Leaves copied on write are not counted, so this errs towards appending.
+    fn passes_c(&self, tree: &FileRef, batch: &[Entry]) -> bool {
+        if self.replace_past_percent == 0 {
+            return false;
+        }
+        let batch_bytes: u64 = batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        let entries = batch.len() as u64;
+        let after = tree.file_size + batch_bytes + entries * 32;
+        let fresh = crate::layout::jungle::fresh_bytes(&FileMeta {
+            live_bytes: tree.live_bytes.max(batch_bytes),
+            num_entries: tree.num_entries.max(entries),
+            format: TableFormat::Tree,
+            ..FileMeta::default()
+        });
+        after * 100 > fresh * u64::from(self.replace_past_percent)
+    }
+
+    /// Replaces `tree` by a new tree of its entries merged with `batch` (the survivors of
+    /// both, under the same rule as an append): the tree is removed by the edit.
+    fn replace(&mut self, tree: &FileRef, batch: Vec<Entry>) -> Result<()> {
+        let ctx = self.ctx;
+        let (version, out) = (self.version, self.out);
+        self.stats.bytes_read += tree.file_size;
+        let children: Vec<Box<dyn InternalIterator>> = vec![
+            ctx.tables.get(tree)?.iter()?,
+            Box::new(crate::iter::VecIterator::new(batch, ctx.icmp.clone())),
+        ];
+        let mut input = MergingIterator::new(ctx.icmp.clone(), children);
+        let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
+        let mut entries = Vec::new();
+        input.seek_to_first();
+        while input.valid() {
+            let ikey = input.key();
+            let parsed = key::parse_internal_key(ikey).ok_or_else(|| {
+                Error::corruption(
+                    "tree replacement input",
+                    0,
+                    "internal key with a bad trailer",
+                )
+            })?;
+            if survivors.keep(parsed.user_key, parsed.seq, parsed.kind, || {
+                nothing_below(version, out, parsed.user_key)
+            }) {
+                entries.push((ikey.to_vec(), input.value().to_vec()));
+            } else {
+                self.stats.entries_dropped += 1;
+            }
+            input.next();
+        }
+        input.status()?;
+        self.emptied.push(tree.number);
+        self.stats.tree_replacements += 1;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.create(entries)
     }
 
     /// Writes `entries` as a new tree file.

@@ -291,6 +291,7 @@ fn count_merge(inner: &DbInner, output_level: usize, seek: bool, stats: &job::Jo
     );
     Counters::add(&c.tree_appended_node_bytes, stats.tree_appended_node_bytes);
     Counters::add(&c.tree_new_bytes, stats.tree_new_bytes);
+    Counters::add(&c.tree_replacements, stats.tree_replacements);
     if seek {
         Counters::add(&c.seek_compactions, 1);
         Counters::add(&c.seek_compaction_bytes_written, stats.bytes_written);

@@ -116,6 +116,9 @@ counters! {
     /// Jungle: bytes of new tree files, from new guard ranges and rewrites (in
     /// `compaction_bytes_written`).
     tree_new_bytes,
+    /// Jungle: trees a merge replaced by a new tree, merged with what it would have appended,
+    /// because the append would have taken the tree past its compaction factor.
+    tree_replacements,
     /// Tables in a prefix scan's key range that `Db::prefix` left unread because their prefix
     /// filter (`Options::prefix_bloom_len`) ruled the prefix out.
     prefix_filter_skips,
@@ -217,10 +220,11 @@ impl std::fmt::Display for Stats {
         {
             writeln!(
                 f,
-                "tree bytes             {:>12.2} MiB appended values, {:.2} MiB appended nodes, {:.2} MiB new trees",
+                "tree bytes             {:>12.2} MiB appended values, {:.2} MiB appended nodes, {:.2} MiB new trees ({} replacing an append)",
                 mib(self.tree_appended_value_bytes),
                 mib(self.tree_appended_node_bytes),
-                mib(self.tree_new_bytes)
+                mib(self.tree_new_bytes),
+                self.tree_replacements
             )?;
         }
         writeln!(

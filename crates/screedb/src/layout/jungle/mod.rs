@@ -25,6 +25,7 @@
 mod strategy;
 
 pub use strategy::Jungle;
+pub(crate) use strategy::fresh_bytes;
 
 use crate::error::Result;
 

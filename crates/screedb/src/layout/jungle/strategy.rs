@@ -175,6 +175,9 @@ impl Jungle {
                 target_file_size: options.target_file_size,
                 new_guard_bits: bits,
                 rewrite: false,
+                // The append that would take a tree past C is a rewrite instead: the next job
+                // would rewrite it anyway, and both files would share the disk meanwhile.
+                replace_past_percent: (options_of(options).compaction_factor * 100.0) as u32,
             },
             seek: false,
         })
@@ -190,6 +193,7 @@ impl Jungle {
                 target_file_size: options.target_file_size,
                 new_guard_bits: bits,
                 rewrite: true,
+                replace_past_percent: 0,
             },
             seek: false,
         }
