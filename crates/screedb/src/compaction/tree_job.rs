@@ -80,13 +80,7 @@ pub fn merge(
     version: &Version,
     spec: &MergeSpec,
 ) -> Result<(VersionEdit, JobStats)> {
-    let OutputPlan::Trees {
-        target_file_size,
-        new_guard_bits,
-        rewrite,
-        replace_past_percent,
-    } = spec.output
-    else {
+    let OutputPlan::Trees { rewrite, .. } = spec.output else {
         return Err(Error::invalid("a tree merge needs OutputPlan::Trees"));
     };
     let out = spec.output_level;
@@ -101,6 +95,54 @@ pub fn merge(
             }
         }
     }
+    let mut bytes_read = 0;
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for (_, f) in &sources {
+        bytes_read += f.file_size;
+        children.push(ctx.tables.get(f)?.iter()?);
+    }
+    let mut input = MergingIterator::new(ctx.icmp.clone(), children);
+    let (mut edit, mut stats) = into_trees(ctx, version, out, spec.output, targets, &mut input)?;
+    stats.bytes_read += bytes_read;
+    let deleted = sources.iter().map(|(level, f)| (*level as u32, f.number));
+    edit.deleted_files.splice(0..0, deleted);
+    Ok((edit, stats))
+}
+
+/// Writes a flushed memtable (`input`) straight into the trees of level 1, as a merge from
+/// level 0 would, when level 0 holds no table (docs/jungle.md, "Flushes"): `targets` are the
+/// level-1 trees whose guard ranges its keys span. Returns the edit that grows, replaces and
+/// adds trees there (the caller adds the log number).
+pub fn flush(
+    ctx: &JobContext<'_>,
+    version: &Version,
+    plan: OutputPlan,
+    targets: Vec<FileRef>,
+    input: &mut dyn InternalIterator,
+) -> Result<(VersionEdit, JobStats)> {
+    into_trees(ctx, version, 1, plan, targets, input)
+}
+
+/// Merges `input` (in internal-key order) into the trees of level `out`: `targets` are the
+/// trees appended to (or replaced), by guard range; keys of a range without one go to new
+/// trees. The edit grows, removes and adds trees of `out` and adds its new guards.
+fn into_trees(
+    ctx: &JobContext<'_>,
+    version: &Version,
+    out: usize,
+    plan: OutputPlan,
+    mut targets: Vec<FileRef>,
+    input: &mut dyn InternalIterator,
+) -> Result<(VersionEdit, JobStats)> {
+    let OutputPlan::Trees {
+        target_file_size,
+        new_guard_bits,
+        replace_past_percent,
+        ..
+    } = plan
+    else {
+        return Err(Error::invalid("a tree merge needs OutputPlan::Trees"));
+    };
     let icmp = ctx.icmp;
     targets.sort_by(|a, b| icmp.compare(&a.smallest, &b.smallest));
     let mut m = TreeMerge {
@@ -121,13 +163,7 @@ pub fn merge(
         emptied: Vec::new(),
         created: Vec::new(),
     };
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    for (_, f) in &sources {
-        m.stats.bytes_read += f.file_size;
-        children.push(ctx.tables.get(f)?.iter()?);
-    }
-    let mut input = MergingIterator::new(icmp.clone(), children);
-    m.run(&mut input)?;
+    m.run(input)?;
 
     if !m.created.is_empty() {
         // The new trees' directory entries must be durable before an edit names them.
@@ -139,9 +175,6 @@ pub fn merge(
         ctx.tables.get(meta)?;
     }
     let mut edit = VersionEdit::default();
-    for (level, f) in &sources {
-        edit.deleted_files.push((*level as u32, f.number));
-    }
     let out32 = out as u32;
     edit.deleted_files
         .extend(m.emptied.iter().map(|&number| (out32, number)));

@@ -128,7 +128,71 @@ fn job_context<'a>(
     }
 }
 
-/// Flushes the oldest immutable memtable to level 0. REQUIRES: `!st.imms.is_empty()`.
+/// Level-1 trees a Jungle flush writes into (see [`claim_level1`]): busy until its edit is
+/// installed.
+struct Level1Claim {
+    version: Arc<crate::version::Version>,
+    plan: crate::compaction::OutputPlan,
+    targets: Vec<crate::version::FileRef>,
+    range: (usize, Vec<u8>, Vec<u8>),
+}
+
+/// For the Jungle layout, while level 0 is empty: claims the level-1 trees the memtable's keys
+/// reach (busy files and range, as a merge would), so the flush appends to them instead of
+/// writing a level-0 table (`Jungle::flush_plan`). `None` for other layouts, an empty
+/// memtable, or when the plan is refused.
+fn claim_level1(
+    inner: &DbInner,
+    mem: &crate::memtable::MemTable,
+    it: &mut dyn crate::iter::InternalIterator,
+) -> Option<Level1Claim> {
+    if !matches!(inner.options.layout, Layout::Jungle(_)) {
+        return None;
+    }
+    it.seek_to_first();
+    let smallest = crate::key::user_key(it.valid().then(|| it.key())?).to_vec();
+    it.seek_to_last();
+    let largest = crate::key::user_key(it.valid().then(|| it.key())?).to_vec();
+    let size = (mem.approximate_memory_usage() as u64, mem.len() as u64);
+    let mut st = lock(&inner.state);
+    let version = st.versions.current();
+    let (plan, targets) = crate::layout::jungle::Jungle::flush_plan(
+        &version,
+        &inner.options,
+        &st.compaction,
+        (&smallest, &largest),
+        size,
+    )?;
+    st.compaction
+        .busy_files
+        .extend(targets.iter().map(|f| f.number));
+    let range = (1, smallest, largest);
+    st.compaction.busy_ranges.push(range.clone());
+    Some(Level1Claim {
+        version,
+        plan,
+        targets,
+        range,
+    })
+}
+
+/// Lets go of what [`claim_level1`] claimed.
+fn release_level1(st: &mut DbState, claim: &Level1Claim) {
+    for f in &claim.targets {
+        st.compaction.busy_files.remove(&f.number);
+    }
+    if let Some(i) = st
+        .compaction
+        .busy_ranges
+        .iter()
+        .position(|r| *r == claim.range)
+    {
+        st.compaction.busy_ranges.swap_remove(i);
+    }
+}
+
+/// Flushes the oldest immutable memtable to level 0 (or, in the Jungle layout, into the trees
+/// of level 1, [`claim_level1`]). REQUIRES: `!st.imms.is_empty()`.
 fn flush_oldest<'a>(
     inner: &'a DbInner,
     mut st: MutexGuard<'a, DbState>,
@@ -149,31 +213,55 @@ fn flush_oldest<'a>(
     let ctx = job_context(inner, &snapshots, &alloc);
     let mut it = mem.iter();
     let started = Instant::now();
-    let result = job::flush(&ctx, &mut it);
+    let claim = claim_level1(inner, &mem, &mut it);
+    let result = match &claim {
+        Some(c) => {
+            // Like every flush, it finishes even while the database closes.
+            // The application's filter is asked when these trees merge down, as for level 0.
+            let ctx = job::JobContext {
+                cancel: None,
+                compaction_filter: None,
+                ..ctx
+            };
+            crate::compaction::tree_job::flush(&ctx, &c.version, c.plan, c.targets.clone(), &mut it)
+        }
+        None => job::flush(&ctx, &mut it).map(|(files, stats)| {
+            let edit = VersionEdit {
+                new_files: files.into_iter().map(|f| (0, f)).collect(),
+                ..VersionEdit::default()
+            };
+            (edit, stats)
+        }),
+    };
 
     let mut st = lock(&inner.state);
     // `flush_running` stays set until the edit is installed (the mutex is released while it
     // is written): no other thread may flush this memtable again meanwhile.
     st = match result {
-        Ok((files, stats)) => {
+        Ok((mut edit, stats)) => {
             // The WAL of the next memtable (or the live one) becomes the oldest still needed.
             let next_log = st.imms.get(1).map_or(st.wal_number, |i| i.log_number);
-            let mut edit = VersionEdit {
-                log_number: Some(next_log),
-                log_start: Some(flushed_to + 1),
-                ..VersionEdit::default()
-            };
-            edit.new_files = files.into_iter().map(|f| (0, f)).collect();
+            edit.log_number = Some(next_log);
+            edit.log_start = Some(flushed_to + 1);
+            let level = if claim.is_some() { 1 } else { 0 };
             Counters::add(&inner.counters.flush_bytes_written, stats.bytes_written);
             Counters::add(&inner.counters.flushes, 1);
             edit.stats = inner.counters.persisted();
-            let line = tables_line(edit.new_files.iter().map(|(_, f)| f));
+            let line = tables_line(
+                edit.new_files
+                    .iter()
+                    .chain(&edit.grown_files)
+                    .map(|(_, f)| f),
+            );
             let (applied, mut st) = super::edit::apply(inner, st, edit);
+            if let Some(c) = &claim {
+                release_level1(&mut st, c);
+            }
             match applied {
                 Ok(()) => {
                     info!(
                         inner.info_log,
-                        "flush: {} bytes of memtable -> level 0 {line} in {} ms",
+                        "flush: {} bytes of memtable -> level {level} {line} in {} ms",
                         mem.approximate_memory_usage(),
                         started.elapsed().as_millis()
                     );
@@ -196,10 +284,14 @@ fn flush_oldest<'a>(
             st
         }
         Err(e) => {
+            if let Some(c) = &claim {
+                release_level1(&mut st, c);
+            }
             set_error(inner, &mut st, e);
             st
         }
     };
+    drop(claim);
     st.flush_running = false;
     st.jobs_running -= 1;
     inner.bg_cv.notify_all();

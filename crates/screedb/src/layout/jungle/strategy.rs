@@ -1,6 +1,7 @@
 //! Jungle compaction: append merges between levels, rewrites within a level.
 //!
-//! In order of priority:
+//! Flushes go straight into level 1 while level 0 is empty ([`Jungle::flush_plan`]), so level 0
+//! holds tables only when a flush could not. In order of priority:
 //! - level 0 -> 1 once level 0 holds `l0_compaction_trigger` tables: all of them are merged
 //!   into level 1, appending a segment to every level-1 tree their keys reach and writing new
 //!   trees where a guard range has none;
@@ -43,6 +44,11 @@ fn options_of(options: &Options) -> &JungleOptions {
 pub(crate) fn guard_bits(target: u64, files: &[FileRef]) -> u32 {
     let bytes: u64 = files.iter().map(|f| f.live_or_file_bytes()).sum();
     let entries: u64 = files.iter().map(|f| f.num_entries).sum();
+    guard_bits_for(target, bytes, entries)
+}
+
+/// Guard bits that make about one key in `target / (bytes / entries)` a guard candidate.
+fn guard_bits_for(target: u64, bytes: u64, entries: u64) -> u32 {
     if entries == 0 {
         return 0;
     }
@@ -181,6 +187,50 @@ impl Jungle {
             },
             seek: false,
         })
+    }
+
+    /// How a flush of a memtable holding user keys `[smallest, largest]` (`entries` entries of
+    /// `bytes` bytes) goes straight into the trees of level 1, and the trees it appends to:
+    /// the level-0 merge done at flush time, so the memtable's values are written once instead
+    /// of to a level-0 table and again into the trees (docs/jungle.md, "Flushes"). `None` when
+    /// level 0 holds a table (older than the memtable: it must reach level 1 first), a tree in
+    /// the range is busy or a running job writes into the range: the flush then writes a
+    /// level-0 table as in every layout.
+    pub(crate) fn flush_plan(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        (smallest, largest): (&[u8], &[u8]),
+        (bytes, entries): (u64, u64),
+    ) -> Option<(OutputPlan, Vec<FileRef>)> {
+        if !version.files(0).is_empty() || version.num_levels() < 2 {
+            return None;
+        }
+        let range = span(version, 1, smallest, largest);
+        if span_busy(version, state, 1, range) {
+            return None;
+        }
+        let ucmp = version.icmp().user();
+        let targets: Vec<FileRef> = version
+            .files(1)
+            .iter()
+            .filter(|t| {
+                let g =
+                    guards::guard_index(ucmp.as_ref(), version.guards(1), t.smallest_user_key());
+                range.0 <= g && g <= range.1
+            })
+            .cloned()
+            .collect();
+        if is_busy(state, &targets) || targets.iter().any(|t| t.format != TableFormat::Tree) {
+            return None;
+        }
+        let plan = OutputPlan::Trees {
+            target_file_size: options.target_file_size,
+            new_guard_bits: guard_bits_for(options.target_file_size, bytes, entries),
+            rewrite: false,
+            replace_past_percent: (options_of(options).compaction_factor * 100.0) as u32,
+        };
+        Some((plan, targets))
     }
 
     /// The rewrite of `trees` of `level` into new trees of that level.
