@@ -311,6 +311,7 @@ impl VersionEdit {
             && self.hash_seed.is_none()
             && self.log_number.is_none()
             && self.prev_log_number.is_none()
+            && self.log_start.is_none()
             && self.next_file_number.is_none()
             && self.last_sequence.is_none()
             && self.deleted_files.is_empty()
@@ -559,6 +560,19 @@ mod tests {
             err.to_string().contains("truncated comparator name"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_edit_of_only_a_log_start_is_not_empty() {
+        // Found by `edits_round_trip`: `is_empty` left out the log start (tag 15).
+        let edit = VersionEdit {
+            log_start: Some(0),
+            ..VersionEdit::default()
+        };
+        assert!(!edit.is_empty());
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        assert_eq!(VersionEdit::decode(&buf, &path(), 0).unwrap(), edit);
     }
 
     #[test]
