@@ -211,31 +211,36 @@ mod tests {
     use crate::manifest::VersionEdit;
     use crate::version::VersionBuilder;
 
-    /// Level 2 (of 0-3) holds container 5 with two tables (due for a split into level 3);
-    /// level 3 holds its child 41 with three (due for a merge in place) and container 48 with
-    /// three.
-    fn trie_version() -> Version {
+    /// An empty trie version (levels 0-3) with `new_files` added.
+    fn trie_version_with(new_files: Vec<(u32, crate::manifest::FileMeta)>) -> Version {
         let base = empty_version(LayoutKind::Trie);
-        let routed = |n: u64, route: u64| crate::manifest::FileMeta {
-            route,
-            ..file(n, "a", "z", 100)
-        };
         let mut b = VersionBuilder::new(&base);
         b.apply(&VersionEdit {
-            new_files: vec![
-                (2, routed(20, 5)),
-                (2, routed(21, 5)),
-                (3, routed(1, 41)),
-                (3, routed(2, 41)),
-                (3, routed(3, 41)),
-                (3, routed(4, 48)),
-                (3, routed(5, 48)),
-                (3, routed(6, 48)),
-            ],
+            new_files,
             ..VersionEdit::default()
         })
         .unwrap();
         b.build()
+    }
+
+    /// Level 2 (of 0-3) holds container 5 with two tables (due for a split into level 3);
+    /// level 3 holds its child 41 with three (due for a merge in place) and container 48 with
+    /// three.
+    fn trie_version() -> Version {
+        let routed = |n: u64, route: u64| crate::manifest::FileMeta {
+            route,
+            ..file(n, "a", "z", 100)
+        };
+        trie_version_with(vec![
+            (2, routed(20, 5)),
+            (2, routed(21, 5)),
+            (3, routed(1, 41)),
+            (3, routed(2, 41)),
+            (3, routed(3, 41)),
+            (3, routed(4, 48)),
+            (3, routed(5, 48)),
+            (3, routed(6, 48)),
+        ])
     }
 
     fn options() -> Options {
@@ -260,7 +265,6 @@ mod tests {
     /// A level-1 container (the deepest level) of four tables, `(number, smallest seq, largest
     /// seq)`, and level 0 above it newer than all of them.
     fn aged_version(tables: &[(u64, u64, u64)], level0_seq: u64) -> Version {
-        let base = empty_version(LayoutKind::Trie);
         let aged = |&(n, smallest_seq, largest_seq): &(u64, u64, u64)| {
             let f = crate::manifest::FileMeta {
                 route: 3,
@@ -279,13 +283,7 @@ mod tests {
                 ..file(99, "a", "z", 100)
             },
         ));
-        let mut b = VersionBuilder::new(&base);
-        b.apply(&VersionEdit {
-            new_files,
-            ..VersionEdit::default()
-        })
-        .unwrap();
-        b.build()
+        trie_version_with(new_files)
     }
 
     #[test]
@@ -318,7 +316,6 @@ mod tests {
     /// A level-1 container (level 1 the last of 0-3) of tables `(number, keys)`, oldest first,
     /// each with the sketch of its keys.
     fn sketched_version(tables: &[(u64, std::ops::Range<u64>)]) -> Version {
-        let base = empty_version(LayoutKind::Trie);
         let new_files = tables
             .iter()
             .map(|(n, keys)| {
@@ -334,13 +331,7 @@ mod tests {
                 (1, f)
             })
             .collect();
-        let mut b = VersionBuilder::new(&base);
-        b.apply(&VersionEdit {
-            new_files,
-            ..VersionEdit::default()
-        })
-        .unwrap();
-        b.build()
+        trie_version_with(new_files)
     }
 
     fn chosen(v: &Version, gc_garbage_percent: u32) -> Option<(Vec<u64>, usize)> {
