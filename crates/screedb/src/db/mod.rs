@@ -61,6 +61,36 @@ pub(crate) struct SuperVersion {
     version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// The live memtable, then the immutable ones, newest first.
+    fn memtables(&self) -> impl Iterator<Item = &Arc<MemTable>> {
+        std::iter::once(&self.mem).chain(&self.imms)
+    }
+}
+
+/// The sequence and super version a new iterator of the latest state reads with the FloDB
+/// memory component, after moving every buffered version it can see into the skiplists (it
+/// iterates those only). Each membuffer is paused for scans first
+/// ([`MemTable::drain_for_scan`]). When all are empty, no version at or below the visible
+/// sequence is buffered (their puts happened before it was published, and a drain inserts into
+/// the skiplist before it lowers the count), so nothing the iterator can see can be overwritten
+/// in place and no registration is needed. Else the sequence is registered as a snapshot while
+/// the iterator drains, so no buffered version it can see is overwritten in place before the
+/// drain moves it. See `docs/memory.md`.
+fn latest_for_scan(inner: &DbInner) -> (key::SequenceNumber, Arc<SuperVersion>) {
+    let seq = inner.visible_sequence.load(Ordering::Acquire);
+    let sv = inner.super_version.load_full();
+    if sv.memtables().all(|m| m.pause_for_scan()) {
+        return (seq, sv);
+    }
+    let pin = inner.snapshots.acquire_current(&inner.visible_sequence);
+    let sv = inner.super_version.load_full();
+    for mem in sv.memtables() {
+        mem.drain_for_scan(pin.sequence());
+    }
+    (pin.sequence(), sv)
+}
+
 /// An immutable memtable waiting for its flush, with the WAL that holds its writes.
 struct Immutable {
     mem: Arc<MemTable>,
@@ -241,7 +271,7 @@ impl Db {
         // deletes it.
         let _purge = PurgeOnDrop(&*inner.obsolete);
         let sv = inner.super_version.load_full();
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+        for mem in sv.memtables() {
             if snapshot.is_none() && mem.has_membuffer() {
                 // A version older than the newest may have been overwritten in place, so a read
                 // of the latest state takes the newest, once its write group is published (the
@@ -295,21 +325,21 @@ impl Db {
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
         let snapshot = inner.snapshot_sequence(options)?;
-        // Register the read sequence (so no buffered version it can see is overwritten in
-        // place), move the membuffers' entries up to it into the skiplists, then iterate the
-        // skiplists only. See `docs/memory.md`.
-        let pin = (snapshot.is_none() && inner.options.memory == Memory::Flodb)
-            .then(|| inner.snapshots.acquire_current(&inner.visible_sequence));
-        let seq = match (&pin, snapshot) {
-            (Some(p), _) => p.sequence(),
-            (None, Some(s)) => s,
-            (None, None) => inner.visible_sequence.load(Ordering::Acquire),
+        // Iterators read the skiplists only: buffered versions they can see move there first.
+        let (seq, sv) = match snapshot {
+            None if inner.options.memory == Memory::Flodb => latest_for_scan(inner),
+            _ => {
+                let seq =
+                    snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+                let sv = inner.super_version.load_full();
+                // A snapshot keeps what it can see from in-place overwrites; without a
+                // membuffer there is nothing to drain.
+                for mem in sv.memtables() {
+                    mem.drain_for_scan(seq);
+                }
+                (seq, sv)
+            }
         };
-        let sv = inner.super_version.load_full();
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-            mem.drain(seq);
-        }
-        drop(pin);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for imm in &sv.imms {
@@ -437,7 +467,8 @@ impl Db {
     /// `screedb.table-metadata-bytes` (index, filter and other table metadata held in memory by
     /// the live tables, every layout), `screedb.approximate-memory-usage`,
     /// `screedb.write-amplification`, `screedb.memory`
-    /// (the memory component: `skiplist`, or `flodb` and the entries waiting in the membuffers),
+    /// (the memory component: `skiplist`, or `flodb`, the entries waiting in the membuffers and
+    /// the puts the current memtables sent past them while iterators paused them),
     /// `screedb.delayed-write-rate` (bytes per second writes are paced to while compaction is
     /// behind; 0 when they are not slowed; RocksDB: `rocksdb.actual-delayed-write-rate`).
     pub fn property(&self, name: &str) -> Option<String> {
@@ -477,10 +508,7 @@ impl Db {
                 Some(bytes.to_string())
             }
             "screedb.approximate-memory-usage" => {
-                let mem: usize = std::iter::once(&sv.mem)
-                    .chain(&sv.imms)
-                    .map(|m| m.approximate_memory_usage())
-                    .sum();
+                let mem: usize = sv.memtables().map(|m| m.approximate_memory_usage()).sum();
                 Some(mem.to_string())
             }
             "screedb.write-amplification" => {
@@ -491,11 +519,12 @@ impl Db {
             "screedb.memory" => Some(match inner.options.memory {
                 Memory::Skiplist => "skiplist".to_string(),
                 Memory::Flodb => {
-                    let buffered: usize = std::iter::once(&sv.mem)
-                        .chain(&sv.imms)
-                        .map(|m| m.buffered_len())
-                        .sum();
-                    format!("flodb, {buffered} entries in membuffers")
+                    let buffered: usize = sv.memtables().map(|m| m.buffered_len()).sum();
+                    let paused: u64 = sv.memtables().map(|m| m.membuffer_paused_puts()).sum();
+                    format!(
+                        "flodb, {buffered} entries in membuffers, \
+                         {paused} puts past them while scans paused them"
+                    )
                 }
             }),
             _ => None,

@@ -74,6 +74,9 @@ pub(crate) enum PutOutcome {
     Displaced,
     /// No room: the caller must insert the entry into the skiplist.
     Full,
+    /// Not stored: admission is paused ([`Membuffer::pause_admission`]) and the key was not
+    /// buffered. The caller must insert the entry into the skiplist.
+    Paused,
 }
 
 /// A fixed-size concurrent hash table of the newest buffered version per key.
@@ -89,6 +92,9 @@ pub(crate) struct Membuffer {
     capacity_bytes: usize,
     len: AtomicUsize,
     bytes: AtomicUsize,
+    /// Puts left before new keys are admitted again ([`Membuffer::pause_admission`]). Only the
+    /// writer decrements it, and only when it is positive, so it never wraps.
+    paused_puts: AtomicUsize,
     /// The drain's buffers, kept between drains (a drainer that finds them taken by another
     /// uses fresh ones). A std mutex even in the model check: it guards no shared state.
     scratch: std::sync::Mutex<Scratch>,
@@ -141,6 +147,7 @@ impl Membuffer {
             capacity_bytes,
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            paused_puts: AtomicUsize::new(0),
             scratch: std::sync::Mutex::new(Scratch::default()),
         }
     }
@@ -193,7 +200,7 @@ impl Membuffer {
     }
 
     /// True if no entry is buffered. Acquire, pairing with the Release decrements of drains and
-    /// displacing puts: a caller that sees the buffer empty also sees the skiplist inserts that
+    /// of puts whose new version did not fit: a caller that sees the buffer empty also sees the skiplist inserts that
     /// emptied it.
     pub(crate) fn is_empty(&self) -> bool {
         self.len.load(Ordering::Acquire) == 0
@@ -214,10 +221,26 @@ impl Membuffer {
         self.buckets.len() * self.bucket_entries
     }
 
+    /// Number of buckets (a drain of the whole buffer locks each of them twice).
+    pub(crate) fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// For the next `puts` puts, admit no key that is not buffered already: [`Membuffer::put`]
+    /// answers [`PutOutcome::Paused`] and the caller writes to the skiplist. A buffered key is
+    /// still updated in place, so the buffer never holds a version older than the skiplist's.
+    /// Replaces the count left by an earlier call; a put racing this call may decrement the
+    /// count it replaced, which only shortens the pause by one put.
+    pub(crate) fn pause_admission(&self, puts: usize) {
+        self.paused_puts.store(puts, Ordering::Relaxed);
+    }
+
     /// Stores `(key, seq, kind, value)` as the key's newest version. If the key is buffered with
     /// an older version, that version is overwritten in place when `may_drop(old_seq)` says no
     /// reader can need it; otherwise `keep(old)` is called, under the bucket lock and before the
     /// overwrite, to move it to the skiplist. Readers therefore never miss a version they need.
+    /// A key not buffered is refused while admission is paused ([`Membuffer::pause_admission`])
+    /// or its bucket or the byte budget is full.
     ///
     /// REQUIRES: calls are serialized (one writer) and `seq` is larger than every sequence
     /// number buffered for the key.
@@ -230,6 +253,14 @@ impl Membuffer {
         may_drop: impl Fn(SequenceNumber) -> bool,
         keep: impl FnOnce(BufferedEntry<'_>),
     ) -> PutOutcome {
+        let paused = self.paused_puts.load(Ordering::Relaxed) > 0;
+        if paused {
+            self.paused_puts.fetch_sub(1, Ordering::Relaxed);
+            // Only this writer adds entries: with none left, the key is not buffered either.
+            if self.is_empty() {
+                return PutOutcome::Paused;
+            }
+        }
         let size = key.len() + value.len();
         let (index, tag) = self.locate(key);
         let mut bucket = lock(&self.buckets[index].0);
@@ -256,6 +287,9 @@ impl Membuffer {
             } else {
                 PutOutcome::Stored
             };
+        }
+        if paused {
+            return PutOutcome::Paused;
         }
         if bucket.len() >= self.bucket_entries
             || self.bytes() + size > self.capacity_bytes

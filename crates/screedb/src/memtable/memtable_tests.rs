@@ -77,6 +77,56 @@ fn puts_without_room_in_the_membuffer_are_counted() {
 }
 
 #[test]
+fn a_scan_pauses_the_membuffer_for_new_keys_until_the_pause_runs_out() {
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let m = Arc::new(MemTable::with_membuffer(icmp, 1 << 10, 8));
+    m.put(1, ValueKind::Value, b"a", b"1", None);
+    assert_eq!(m.buffered_len(), 1);
+    // An iterator drains everything and pauses admission for one put per bucket.
+    assert_eq!(m.drain_for_scan(MAX_SEQUENCE), 1);
+    let pause = m.buffer.as_ref().map_or(0, |b| b.bucket_count());
+    assert!(pause >= 2, "{pause} buckets");
+    for seq in 2..2 + pause as u64 {
+        m.put(
+            seq,
+            ValueKind::Value,
+            format!("k{seq}").as_bytes(),
+            b"v",
+            None,
+        );
+    }
+    assert_eq!(
+        (m.buffered_len(), m.membuffer_paused_puts()),
+        (0, pause as u64)
+    );
+    // The pause is over: new keys are buffered again, and a key buffered during a pause is
+    // overwritten in place rather than left behind a newer skiplist version.
+    let next = 2 + pause as u64;
+    m.put(next, ValueKind::Value, b"a", b"2", None);
+    assert_eq!(m.buffered_len(), 1);
+    m.drain_for_scan(0); // nothing at or below sequence 0: only the pause
+    m.put(next + 1, ValueKind::Value, b"a", b"3", None);
+    m.put(next + 2, ValueKind::Value, b"b", b"4", None);
+    assert_eq!(m.buffered_len(), 1);
+    assert_eq!(m.membuffer_paused_puts(), pause as u64 + 1);
+    assert_eq!(
+        m.get(b"a", MAX_SEQUENCE),
+        LookupResult::Found(b"3".to_vec())
+    );
+    assert_eq!(
+        m.get_latest(b"b"),
+        Some((next + 2, LookupResult::Found(b"4".to_vec())))
+    );
+    // After a drain the skiplist holds "a" at 1 and at `next + 1` (the version at `next` was
+    // overwritten in place), "b" and the keys written during the first pause.
+    m.drain(MAX_SEQUENCE);
+    let all = forward(&m);
+    assert_eq!(all.len(), 3 + pause);
+    let a: Vec<u64> = all.iter().filter(|e| e.0 == b"a").map(|e| e.1).collect();
+    assert_eq!(a, [next + 1, 1]);
+}
+
+#[test]
 fn empty_memtable_has_nothing() {
     let m = mem();
     assert!(m.is_empty());

@@ -54,6 +54,9 @@ pub struct MemTable {
     filter: Option<KeyFilter>,
     /// Puts that found no room in the membuffer and went to the skiplist (a statistic).
     fallbacks: AtomicU64,
+    /// Puts of keys not buffered sent to the skiplist while scans paused the membuffer (a
+    /// statistic).
+    paused: AtomicU64,
 }
 
 impl fmt::Debug for MemTable {
@@ -73,6 +76,7 @@ impl MemTable {
             buffer: None,
             filter: None,
             fallbacks: AtomicU64::new(0),
+            paused: AtomicU64::new(0),
         }
     }
 
@@ -97,6 +101,7 @@ impl MemTable {
             buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
             filter: None,
             fallbacks: AtomicU64::new(0),
+            paused: AtomicU64::new(0),
         }
     }
 
@@ -147,8 +152,9 @@ impl MemTable {
         self.add_batch(&mut entries);
     }
 
-    /// Writes one entry as the key's newest version: into the membuffer if there is one and it
-    /// has room, else into the skiplist. A buffered older version of the key is overwritten in
+    /// Writes one entry as the key's newest version: into the membuffer if there is one, it has
+    /// room and admits the key (a key already buffered always; another unless a scan paused
+    /// admission, [`MemTable::drain_for_scan`]), else into the skiplist. A buffered older version of the key is overwritten in
     /// place only if no snapshot can read it: `newest_snapshot` is the largest live snapshot
     /// sequence (or `None`), and the old version is kept (moved to the skiplist first) when it is
     /// at or below it.
@@ -170,16 +176,25 @@ impl MemTable {
         let keep = |old: BufferedEntry<'_>| {
             self.insert_sorted(&[entry_ref(&old)]);
         };
-        if let PutOutcome::Full = buffer.put(user_key, seq, kind, value, may_drop, keep) {
-            self.fallbacks.fetch_add(1, Ordering::Relaxed);
-            self.add(seq, kind, user_key, value);
-        }
+        let counter = match buffer.put(user_key, seq, kind, value, may_drop, keep) {
+            PutOutcome::Stored | PutOutcome::Displaced => return,
+            PutOutcome::Full => &self.fallbacks,
+            PutOutcome::Paused => &self.paused,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.add(seq, kind, user_key, value);
     }
 
     /// Puts that found their membuffer bucket (or the whole membuffer) full and went straight
     /// to the skiplist; 0 without a membuffer.
     pub fn membuffer_fallbacks(&self) -> u64 {
         self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// Puts of keys not buffered that went straight to the skiplist because scans paused the
+    /// membuffer ([`MemTable::drain_for_scan`]); 0 without a membuffer.
+    pub fn membuffer_paused_puts(&self) -> u64 {
+        self.paused.load(Ordering::Relaxed)
     }
 
     /// The newest entry for `user_key`, whatever its sequence, as `(seq, result)`; `None` if the
@@ -230,6 +245,32 @@ impl MemTable {
             .step_by(step)
             .map(|start| self.drain_hoods(buffer, start..(start + step).min(hoods), upto))
             .sum()
+    }
+
+    /// [`MemTable::drain`] for a new iterator, which first pauses the membuffer's admission of
+    /// new keys for as many puts as it has buckets: the writer then inserts them into the
+    /// skiplist itself, so while iterators keep coming (and keep the pause going) each finds the
+    /// buffer empty and skips it, instead of draining what the writer buffered since the last
+    /// one. FloDB drains per scan (its Algorithm 3), and under an unthrottled writer each scan
+    /// then paid for a drain of hundreds of entries and a lock of every bucket. A pause of one
+    /// put per bucket: a drain locks every bucket twice, while a put through the buffer saves
+    /// only part of a skiplist insert, so iterators closer together than that cost more in
+    /// drains than the buffer saves. With writes alone the pause runs out and the buffer takes
+    /// new keys again (`docs/memory.md`, "Scans and iterators").
+    pub fn drain_for_scan(&self, upto: SequenceNumber) -> usize {
+        self.pause_for_scan();
+        self.drain(upto)
+    }
+
+    /// Pauses the membuffer as [`MemTable::drain_for_scan`] does, without draining. True if it
+    /// is then empty (Acquire: the caller also sees the skiplist inserts of the drains that
+    /// emptied it), or if there is no membuffer.
+    pub fn pause_for_scan(&self) -> bool {
+        let Some(buffer) = &self.buffer else {
+            return true;
+        };
+        buffer.pause_admission(buffer.bucket_count());
+        buffer.is_empty()
     }
 
     /// Background draining: if the membuffer is over half full, drains batches of
