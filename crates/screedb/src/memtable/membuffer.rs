@@ -269,12 +269,18 @@ impl Membuffer {
             debug_assert!(old.seq < seq, "membuffer versions must grow");
             let (old_seq, old_bytes) = (old.seq, old.bytes());
             let displaced = !may_drop(old_seq);
-            if displaced {
+            let mut keep = Some(keep);
+            if displaced && let Some(keep) = keep.take() {
                 keep(old);
             }
             if !bucket.replace(at, seq, kind, value) {
-                // The bucket cannot address the new version: the old one (kept above if a
-                // reader needs it) leaves, and the new one goes to the skiplist.
+                // The bucket cannot address the new version: the old one leaves and the new one
+                // goes to the skiplist. The old one goes there first even if no snapshot needs
+                // it: between its removal and the caller's insert, a read of the latest state
+                // would otherwise find an older version, or none.
+                if let Some(keep) = keep.take() {
+                    keep(bucket.entry(at));
+                }
                 bucket.remove_where(|e| e.seq == old_seq, self.bucket_bytes);
                 self.len.fetch_sub(1, Ordering::Release);
                 self.bytes.fetch_sub(old_bytes, Ordering::Relaxed);
