@@ -1,8 +1,10 @@
 //! Damaged tree files: byte flips are reported with the file and offset and never returned as
 //! data; a torn tail past the last commit is ignored.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::node::Node;
 use super::tests::{icmp, ik, keep_all, ok_iter, open, overwritten_tree, scan, small_opts};
 use super::*;
 use crate::error::Error;
@@ -182,5 +184,50 @@ fn power_loss_at_every_write_of_an_append_leaves_the_base_commit_intact() {
             let c = append_segment(&opts, &icmp(), &t, file, ok_iter(batch), &mut keep_all());
             assert_eq!(c.unwrap(), new_commit, "write {n}, tear {tear:?}");
         }
+    }
+}
+
+#[test]
+fn internal_nodes_are_read_and_checked_when_the_reader_opens() {
+    let fs = MemFs::new();
+    let path = PathBuf::from("/t");
+    let opts = small_opts();
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..400u32)
+        .map(|i| {
+            let ikey = ik(format!("key{i:05}").as_bytes(), 1, ValueKind::Value);
+            (ikey, vec![b'v'; 8])
+        })
+        .collect();
+    let c = write_tree(
+        &opts,
+        &icmp(),
+        fs.create(&path).unwrap(),
+        &path,
+        ok_iter(entries),
+    )
+    .unwrap();
+    assert!(c.height >= 3, "height {}", c.height);
+    let t = open(&fs, &path, c.len, &opts).unwrap();
+    let Some(Node::Internal(children)) = t.root_node().map(|n| &**n) else {
+        panic!("the root of a tree of height {} is a leaf", c.height);
+    };
+    let child = children[0].handle;
+    // Kept with the reader, as a table keeps its index: the metadata counts the root's
+    // internal children besides the root.
+    let fixed = t.filter_bytes().map_or(0, <[u8]>::len) + c.smallest.len() + c.largest.len();
+    assert!(
+        t.metadata_bytes() - fixed as u64 >= u64::from(c.root_size) + u64::from(child.size),
+        "{} bytes of metadata",
+        t.metadata_bytes()
+    );
+    // So a flip inside that child is found when a reader opens, before any get reaches it.
+    let mut bad = read_all(&fs, &path).unwrap();
+    bad[(child.offset + u64::from(child.size) / 2) as usize] ^= 0x20;
+    let bad_path = PathBuf::from("/bad");
+    fs.create(&bad_path).unwrap().append(&bad).unwrap();
+    match open(&fs, &bad_path, c.len, &opts) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, bad_path),
+        Err(e) => panic!("not a corruption: {e}"),
+        Ok(_) => panic!("a damaged internal node was not read at open"),
     }
 }

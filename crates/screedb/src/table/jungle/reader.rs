@@ -33,6 +33,11 @@ pub struct TreeReader {
     filter: Option<BloomFilter>,
     /// The root node, decoded at open (every lookup starts there).
     root: Option<Arc<Node>>,
+    /// Every other internal node of this commit, decoded at open and sorted by offset, as a
+    /// sorted table keeps its index in memory: a get then reads only its leaf and its value.
+    internal: Vec<(u64, Arc<Node>)>,
+    /// Payload bytes of the root and of `internal`.
+    internal_bytes: u64,
     /// Decoded nodes shared by every open tree, if the engine gave one.
     cache: Option<Arc<NodeCache>>,
 }
@@ -104,7 +109,8 @@ impl fmt::Debug for TreeReader {
 impl TreeReader {
     /// Opens the tree as of the commit whose record ends the extent `len` (reads only bytes
     /// below `len`, so later appends are invisible). The commit and the filter are verified, and
-    /// the root node is read and kept decoded.
+    /// the internal nodes (the root's and every one of height 2 and up) are read and kept
+    /// decoded.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
@@ -143,12 +149,41 @@ impl TreeReader {
             filter_bytes,
             filter,
             root: None,
+            internal: Vec::new(),
+            internal_bytes: 0,
             cache: None,
         };
         if let Some(h) = tree.root() {
-            tree.root = Some(Arc::new(tree.read_node(h, tree.commit.height == 1)?));
+            let root = Arc::new(tree.read_node(h, tree.commit.height == 1)?);
+            tree.read_internal_nodes(&root)?;
+            tree.internal_bytes += u64::from(h.size);
+            tree.root = Some(root);
         }
         Ok(tree)
+    }
+
+    /// Reads and keeps every internal node below `root`, level by level: those of height 2 and
+    /// up (height 1 is the leaves).
+    fn read_internal_nodes(&mut self, root: &Node) -> Result<()> {
+        let children = |node: &Node| match node {
+            Node::Internal(cs) => cs.iter().map(|c| c.handle).collect(),
+            Node::Leaf(_) => Vec::new(),
+        };
+        let mut frontier: Vec<Handle> = children(root);
+        let mut height = self.commit.height.saturating_sub(1);
+        while height >= 2 {
+            let mut next = Vec::new();
+            for h in frontier {
+                let node = Arc::new(self.read_node(h, false)?);
+                next.extend(children(&node));
+                self.internal_bytes += u64::from(h.size);
+                self.internal.push((h.offset, node));
+            }
+            frontier = next;
+            height -= 1;
+        }
+        self.internal.sort_unstable_by_key(|(offset, _)| *offset);
+        Ok(())
     }
 
     /// Caches the nodes this reader decodes (other than its root) in `cache`.
@@ -182,18 +217,13 @@ impl TreeReader {
         self.filter_bytes.as_deref()
     }
 
-    /// Bytes this reader keeps in memory: the filter, the commit's key range and the root
-    /// node's payload.
+    /// Bytes this reader keeps in memory: the filter, the commit's key range and the internal
+    /// nodes' payloads (the root's included).
     pub fn metadata_bytes(&self) -> u64 {
-        let root = if self.root.is_some() {
-            self.commit.root_size as usize
-        } else {
-            0
-        };
         (self.filter_bytes.as_ref().map_or(0, Vec::len)
             + self.commit.smallest.len()
-            + self.commit.largest.len()
-            + root) as u64
+            + self.commit.largest.len()) as u64
+            + self.internal_bytes
     }
 
     /// The root node, decoded at open; `None` for an empty tree.
@@ -209,12 +239,20 @@ impl TreeReader {
         })
     }
 
-    /// The node at `handle`, a leaf if `leaf`: the root from memory, any other read.
+    /// The node at `handle`, a leaf if `leaf`: internal nodes from memory, leaves read (or
+    /// their entry offsets from the cache).
     pub(super) fn node(&self, handle: Handle, leaf: bool) -> Result<Arc<Node>> {
         if let Some(root) = &self.root
             && Some(handle) == self.root()
         {
             return Ok(Arc::clone(root));
+        }
+        if !leaf
+            && let Ok(i) = self
+                .internal
+                .binary_search_by_key(&handle.offset, |(offset, _)| *offset)
+        {
+            return Ok(Arc::clone(&self.internal[i].1));
         }
         let Some(cache) = &self.cache else {
             return self.read_node(handle, leaf).map(Arc::new);
