@@ -101,6 +101,9 @@ pub fn default_comparator() -> Arc<dyn Comparator> {
 #[derive(Clone)]
 pub struct InternalKeyComparator {
     user: Arc<dyn Comparator>,
+    /// `user.is_bytewise()`: user keys are then compared as slices, without a dynamic call
+    /// (every seek, get and merge step compares internal keys).
+    bytewise: bool,
 }
 
 impl fmt::Debug for InternalKeyComparator {
@@ -114,7 +117,8 @@ impl fmt::Debug for InternalKeyComparator {
 impl InternalKeyComparator {
     /// Wraps a user comparator.
     pub fn new(user: Arc<dyn Comparator>) -> Self {
-        InternalKeyComparator { user }
+        let bytewise = user.is_bytewise();
+        InternalKeyComparator { user, bytewise }
     }
 
     /// The user comparator.
@@ -124,14 +128,19 @@ impl InternalKeyComparator {
 
     /// Compares two internal keys.
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.user
-            .compare(key::user_key(a), key::user_key(b))
+        self.compare_user(a, b)
             .then_with(|| key::trailer(b).cmp(&key::trailer(a)))
     }
 
     /// Compares the user keys of two internal keys.
+    #[inline]
     pub fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.user.compare(key::user_key(a), key::user_key(b))
+        let (a, b) = (key::user_key(a), key::user_key(b));
+        if self.bytewise {
+            a.cmp(b)
+        } else {
+            self.user.compare(a, b)
+        }
     }
 
     /// A short internal key `k` with `start <= k < limit`, for index separators.
