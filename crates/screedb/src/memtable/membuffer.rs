@@ -200,8 +200,8 @@ impl Membuffer {
     }
 
     /// True if no entry is buffered. Acquire, pairing with the Release decrements of drains and
-    /// of puts whose new version did not fit: a caller that sees the buffer empty also sees the skiplist inserts that
-    /// emptied it.
+    /// of puts whose new version did not fit: a caller that sees the buffer empty also sees the
+    /// skiplist inserts that emptied it.
     pub(crate) fn is_empty(&self) -> bool {
         self.len.load(Ordering::Acquire) == 0
     }
