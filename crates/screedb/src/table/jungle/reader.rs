@@ -186,7 +186,7 @@ impl TreeReader {
         Ok(())
     }
 
-    /// Caches the nodes this reader decodes (other than its root) in `cache`.
+    /// Caches the leaves this reader decodes in `cache` (its internal nodes are its own).
     pub fn with_node_cache(mut self, cache: Option<Arc<NodeCache>>) -> TreeReader {
         self.cache = cache;
         self
