@@ -38,12 +38,12 @@ pub struct TreeReader {
     internal: Vec<(u64, Arc<Node>)>,
     /// Payload bytes of the root and of `internal`.
     internal_bytes: u64,
-    /// Decoded nodes shared by every open tree, if the engine gave one.
+    /// Leaves shared by every open tree, if the engine gave one.
     cache: Option<Arc<NodeCache>>,
 }
 
-/// Decoded tree nodes of every open tree, keyed by `(file number, offset)` and bounded in
-/// bytes. Safe without invalidation: a node a reader can reach lies below a commit, and bytes
+/// The leaves of every open tree (internal nodes stay with their reader), keyed by `(file
+/// number, offset)` and bounded in bytes. Safe without invalidation: a node a reader can reach lies below a commit, and bytes
 /// below a commit never change (file numbers are never reused).
 pub struct NodeCache {
     cache: Cache<(u64, u64), Cached, NodeWeighter>,
@@ -52,8 +52,7 @@ pub struct NodeCache {
 /// What the cache keeps of a node.
 #[derive(Clone)]
 enum Cached {
-    /// A decoded node (internal nodes; leaves of files read without a map), weighed by its
-    /// payload bytes.
+    /// A decoded leaf of a file read without a map, weighed by its payload bytes.
     Node(u32, Arc<Node>),
     /// A leaf of a mapped file: only where its entries lie, checked when it was read. A reader
     /// pairs it with the leaf's bytes read in place from its own map ([`Leaf::over`]): no copy
@@ -247,12 +246,16 @@ impl TreeReader {
         {
             return Ok(Arc::clone(root));
         }
-        if !leaf
-            && let Ok(i) = self
+        if !leaf {
+            // Every internal node below this commit's root was kept at open; another handle
+            // (none reaches here from the root) is read, not cached.
+            return match self
                 .internal
                 .binary_search_by_key(&handle.offset, |(offset, _)| *offset)
-        {
-            return Ok(Arc::clone(&self.internal[i].1));
+            {
+                Ok(i) => Ok(Arc::clone(&self.internal[i].1)),
+                Err(_) => self.read_node(handle, false).map(Arc::new),
+            };
         }
         let Some(cache) = &self.cache else {
             return self.read_node(handle, leaf).map(Arc::new);
@@ -263,7 +266,7 @@ impl TreeReader {
             Some(Cached::Node(_, node)) => return Ok(node),
             // The bytes were checked when the index was cached and never change: read them in
             // place again.
-            Some(Cached::Leaf(index)) if mapped && leaf => {
+            Some(Cached::Leaf(index)) if mapped => {
                 let payload = self.file.read_bytes(handle.offset, handle.size as usize)?;
                 if let Some(l) = Leaf::over(payload, &index) {
                     return Ok(Arc::new(Node::Leaf(l)));
