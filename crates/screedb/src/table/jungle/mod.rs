@@ -46,6 +46,7 @@ mod commit;
 #[cfg(test)]
 mod damage_tests;
 mod engine;
+mod fences;
 mod iter;
 #[cfg(test)]
 mod model_tests;

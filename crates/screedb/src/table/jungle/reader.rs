@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::commit::{read_commit_at, read_commit_ending_at};
+use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
     FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
@@ -36,7 +37,12 @@ pub struct TreeReader {
     /// Every other internal node of this commit, decoded at open and sorted by offset, as a
     /// sorted table keeps its index in memory: a get then reads only its leaf and its value.
     internal: Vec<(u64, Arc<Node>)>,
-    /// Payload bytes of the root and of `internal`.
+    /// The last key and the handle of every leaf, in key order, gathered from the internal
+    /// nodes at open (empty when the root is a leaf): a get finds its leaf with one binary
+    /// search over contiguous keys, as a sorted table searches its index block, instead of
+    /// one per level over children whose keys each lie in their own allocation.
+    fences: LeafFences,
+    /// Payload bytes of the root and of `internal`, plus the bytes of `fences`.
     internal_bytes: u64,
     /// Leaves shared by every open tree, if the engine gave one.
     cache: Option<Arc<NodeCache>>,
@@ -149,6 +155,7 @@ impl TreeReader {
             filter,
             root: None,
             internal: Vec::new(),
+            fences: LeafFences::default(),
             internal_bytes: 0,
             cache: None,
         };
@@ -156,6 +163,10 @@ impl TreeReader {
             let root = Arc::new(tree.read_node(h, tree.commit.height == 1)?);
             tree.read_internal_nodes(&root)?;
             tree.internal_bytes += u64::from(h.size);
+            if tree.commit.height >= 2 {
+                tree.fences = tree.gather_fences(&root, tree.commit.height);
+                tree.internal_bytes += tree.fences.bytes();
+            }
             tree.root = Some(root);
         }
         Ok(tree)
@@ -183,6 +194,33 @@ impl TreeReader {
         }
         self.internal.sort_unstable_by_key(|(offset, _)| *offset);
         Ok(())
+    }
+
+    /// The leaves' last keys and handles below `node` (of `height` >= 2), in key order, from the
+    /// internal nodes kept at open.
+    fn gather_fences(&self, node: &Node, height: u32) -> LeafFences {
+        let mut fences = LeafFences::default();
+        // Depth first, children pushed in reverse so the leaves come out in key order.
+        let mut stack = vec![(node, height)];
+        while let Some((node, height)) = stack.pop() {
+            let Node::Internal(cs) = node else { continue };
+            if height == 2 {
+                for c in cs {
+                    fences.push(&c.last, c.handle);
+                }
+                continue;
+            }
+            for c in cs.iter().rev() {
+                // Every one was read at open (`read_internal_nodes` fails otherwise).
+                if let Ok(i) = self
+                    .internal
+                    .binary_search_by_key(&c.handle.offset, |(offset, _)| *offset)
+                {
+                    stack.push((&*self.internal[i].1, height - 1));
+                }
+            }
+        }
+        fences
     }
 
     /// Caches the leaves this reader decodes in `cache` (its internal nodes are its own).
@@ -336,6 +374,13 @@ impl TreeReader {
             return Ok(None);
         };
         let mut height = self.commit.height;
+        if !self.fences.is_empty() {
+            let i = self.fences.partition_point(&self.icmp, target);
+            let Some(leaf) = self.fences.handle(i) else {
+                return Ok(None);
+            };
+            (h, height) = (leaf, 1);
+        }
         loop {
             let node = self.node(h, height == 1)?;
             match &*node {
