@@ -181,6 +181,16 @@ impl Engine for ScreeDbEngine {
             s.block_cache_misses,
             s.write_amplification()
         );
+        if s.tree_appended_value_bytes + s.tree_new_bytes > 0 {
+            out.push_str(&format!(
+                "jungle trees: appended values {}, appended nodes {}, new trees {}, \
+                 replacements {}\n",
+                s.tree_appended_value_bytes,
+                s.tree_appended_node_bytes,
+                s.tree_new_bytes,
+                s.tree_replacements
+            ));
+        }
         let h = &s.hashed_reads;
         if h.probes > 0 || h.cluster_reads > 0 {
             out.push_str(&format!("htable reads: {h}\n"));
