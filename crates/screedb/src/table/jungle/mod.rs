@@ -12,6 +12,11 @@
 //!                                  | offset: u64 | size: u32)*   (a child's key range, node)
 //!   type 4 filter    the Bloom filter of filter.rs (blocked layout) over every user key of the
 //!                    tree as of this commit
+//!   type 5 leaf      (compact, written since 2026-11-27; type 2 is still read)
+//!                    count: varint32 | stored_end: u64 | (key_len: varint32 | internal key
+//!                    | tag: u8 | ref)*   stored_end: end of the furthest value record referred to
+//!                      tag 0: value_len: varint32 | value (inline)
+//!                      tag 1 | ow - 1 << 2 | sw - 1 << 5: offset (ow bytes) | size (sw bytes)
 //! commit    := body | body_len: u32 | magic: u64 | masked crc32c: u32 (of everything before)
 //!   body    := root: u64 | root_size: u32 | height: u32 | live_bytes: u64 | total_bytes: u64
 //!              | entries: u64 | smallest_seq: u64 | largest_seq: u64 | prev: u64 (MAX: none)
@@ -20,7 +25,7 @@
 //!              | smallest key | largest key
 //! ```
 //!
-//! All integers are little-endian and fixed-width; handles name a record's payload (offset, size),
+//! All integers are little-endian and fixed-width except in compact leaves; handles name a record's payload (offset, size),
 //! the trailer follows it. A reader is pinned to one commit by its extent: the file length at that
 //! commit, whose last 16 bytes are the commit's tail. Invariants the writer keeps and
 //! [`TreeReader::verify`] checks: every leaf is at depth `height`; an internal node's children

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::checksum;
-use crate::coding::{get_u32, get_u64, put_u32, put_u64};
+use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 
@@ -23,11 +23,36 @@ pub const LEAF_RECORD: u8 = 2;
 pub const INTERNAL_RECORD: u8 = 3;
 /// Record type of a filter.
 pub const FILTER_RECORD: u8 = 4;
+/// Record type of a compact leaf node: varint lengths, value handles in the widths their tag
+/// states, and a header naming the furthest value record (written since 2026-11-27; a leaf of
+/// type [`LEAF_RECORD`], with fixed-width fields, still reads).
+pub const COMPACT_LEAF_RECORD: u8 = 5;
 
 /// Value tag of a leaf entry: the value follows inline.
 const INLINE: u8 = 0;
 /// Value tag of a leaf entry: the value is a value record elsewhere in the file.
 const REFERENCE: u8 = 1;
+
+/// Bytes (1 to 8) that hold `v` little-endian with its leading zero bytes dropped.
+fn le_width(v: u64) -> usize {
+    (8 - v.leading_zeros() as usize / 8).max(1)
+}
+
+/// The tag of a compact leaf's reference: [`REFERENCE`] in bits 0-1, the offset's width less
+/// one in bits 2-4, the size's width less one in bits 5-6.
+fn reference_tag(h: Handle) -> u8 {
+    let (ow, sw) = (le_width(h.offset), le_width(u64::from(h.size)));
+    REFERENCE | (((ow - 1) as u8) << 2) | (((sw - 1) as u8) << 5)
+}
+
+/// The offset and size widths a compact reference tag states; `None` if it is malformed.
+fn reference_widths(tag: u8) -> Option<(usize, usize)> {
+    let (ow, sw) = (
+        usize::from((tag >> 2) & 7) + 1,
+        usize::from((tag >> 5) & 3) + 1,
+    );
+    (tag & 0x83 == REFERENCE).then_some((ow, sw))
+}
 
 /// Where a record's payload lies: `size` bytes at `offset`, followed by its trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,14 +99,19 @@ pub struct LeafEntry {
     pub value: ValueRef,
 }
 
+/// Bytes `v` takes as a varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 impl LeafEntry {
-    /// Bytes the entry takes in a leaf.
+    /// Bytes the entry takes in a leaf ([`COMPACT_LEAF_RECORD`]).
     pub fn encoded_len(&self) -> usize {
-        4 + self.ikey.len()
-            + 1
+        varint_len(self.ikey.len() as u64)
+            + self.ikey.len()
             + match &self.value {
-                ValueRef::Inline(v) => 4 + v.len(),
-                ValueRef::Stored(_) => 12,
+                ValueRef::Inline(v) => 1 + varint_len(v.len() as u64) + v.len(),
+                ValueRef::Stored(h) => 1 + le_width(h.offset) + le_width(u64::from(h.size)),
             }
     }
 
@@ -158,6 +188,8 @@ pub struct LeafIndex {
     stored_end: u64,
     /// Bytes of the payload it was built from.
     payload_len: usize,
+    /// The payload's encoding: [`COMPACT_LEAF_RECORD`] or [`LEAF_RECORD`] (fixed-width).
+    compact: bool,
 }
 
 impl LeafIndex {
@@ -168,26 +200,31 @@ impl LeafIndex {
 }
 
 impl Leaf {
-    /// Decodes a leaf payload; `None` if malformed.
-    fn decode(payload: Bytes) -> Option<Leaf> {
+    /// Decodes a leaf payload ([`COMPACT_LEAF_RECORD`] if `compact`); `None` if malformed.
+    fn decode(payload: Bytes, compact: bool) -> Option<Leaf> {
         let mut c = Cur(&payload);
-        let count = c.u32()?;
-        // Every entry takes at least 9 bytes: a count larger than that is corrupt, not a huge
+        let count = c.len(compact)?;
+        // A compact leaf states where its furthest value record ends (its encoder's maximum),
+        // so decoding only steps over each handle; a get reads the one it needs.
+        let mut stored_end = if compact { c.le(8)? } else { 0 };
+        // Every entry takes at least 3 bytes: a count larger than that is corrupt, not a huge
         // alloc.
-        let mut keys = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 9));
-        let mut stored_end = 0;
+        let mut keys = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 3));
         for _ in 0..count {
-            let len = c.u32()?;
+            let len = c.len(compact)?;
             let at = payload.len() - c.0.len();
             c.take(usize::try_from(len).ok()?)?;
             keys.push((u32::try_from(at).ok()?, len));
             match c.u8()? {
                 INLINE => {
-                    let n = usize::try_from(c.u32()?).ok()?;
+                    let n = usize::try_from(c.len(compact)?).ok()?;
                     c.take(n)?;
                 }
-                REFERENCE => stored_end = stored_end.max(c.handle()?.end()),
-                _ => return None,
+                tag if compact => {
+                    let (ow, sw) = reference_widths(tag)?;
+                    c.take(ow + sw)?;
+                }
+                tag => stored_end = stored_end.max(c.value_handle(compact, tag)?.end()),
             }
         }
         let payload_len = payload.len();
@@ -197,6 +234,7 @@ impl Leaf {
                 keys: keys.into(),
                 stored_end,
                 payload_len,
+                compact,
             },
         })
     }
@@ -244,14 +282,15 @@ impl Leaf {
             return empty;
         };
         let mut c = Cur(rest);
+        let compact = self.index.compact;
         // Decoding checked every tag and length, so these reads succeed.
         let slot = match c.u8() {
             Some(INLINE) => c
-                .u32()
+                .len(compact)
                 .and_then(|n| c.take(usize::try_from(n).ok()?))
                 .map(ValueSlot::Inline),
-            Some(REFERENCE) => c.handle().map(ValueSlot::Stored),
-            _ => None,
+            Some(tag) => c.value_handle(compact, tag).map(ValueSlot::Stored),
+            None => None,
         };
         slot.unwrap_or(empty)
     }
@@ -301,9 +340,42 @@ pub enum Node {
     Internal(Vec<Child>),
 }
 
-/// Encodes a leaf payload.
+/// Encodes a leaf payload ([`COMPACT_LEAF_RECORD`]).
 pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + entries.iter().map(LeafEntry::encoded_len).sum::<usize>());
+    let mut out =
+        Vec::with_capacity(13 + entries.iter().map(LeafEntry::encoded_len).sum::<usize>());
+    put_varint32(&mut out, entries.len() as u32);
+    let stored_end = entries.iter().filter_map(|e| match &e.value {
+        ValueRef::Stored(h) => Some(h.end()),
+        ValueRef::Inline(_) => None,
+    });
+    put_u64(&mut out, stored_end.max().unwrap_or(0));
+    for e in entries {
+        put_varint32(&mut out, e.ikey.len() as u32);
+        out.extend_from_slice(&e.ikey);
+        match &e.value {
+            ValueRef::Inline(v) => {
+                out.push(INLINE);
+                put_varint32(&mut out, v.len() as u32);
+                out.extend_from_slice(v);
+            }
+            ValueRef::Stored(h) => {
+                let tag = reference_tag(*h);
+                out.push(tag);
+                let (ow, sw) = reference_widths(tag).unwrap_or((8, 4));
+                out.extend_from_slice(&h.offset.to_le_bytes()[..ow]);
+                out.extend_from_slice(&h.size.to_le_bytes()[..sw]);
+            }
+        }
+    }
+    out
+}
+
+/// Encodes a leaf payload with fixed-width fields ([`LEAF_RECORD`], the format before
+/// 2026-11-27), so tests can check that such leaves still read.
+#[cfg(test)]
+pub fn encode_fixed_leaf(entries: &[LeafEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
     put_u32(&mut out, entries.len() as u32);
     for e in entries {
         put_u32(&mut out, e.ikey.len() as u32);
@@ -367,12 +439,64 @@ impl<'a> Cur<'a> {
             size: self.u32()?,
         })
     }
+    /// A varint32: lengths in a compact leaf, read for every entry on every leaf read, so the
+    /// one-byte case (every key length under 128) comes first.
+    #[inline]
+    fn varint32(&mut self) -> Option<u32> {
+        let (&b0, rest) = self.0.split_first()?;
+        if b0 < 0x80 {
+            self.0 = rest;
+            return Some(u32::from(b0));
+        }
+        let (v, n) = get_varint32(self.0)?;
+        self.take(n)?;
+        Some(v)
+    }
+    /// A count or length in a leaf: a varint if `compact`, else 4 bytes.
+    #[inline]
+    fn len(&mut self, compact: bool) -> Option<u32> {
+        if compact { self.varint32() } else { self.u32() }
+    }
+    /// `width` (1 to 8) bytes as a little-endian number: one eight-byte load, masked, where
+    /// eight bytes remain (copying fewer to a buffer and loading it back stalls a leaf's decode).
+    #[inline]
+    fn le(&mut self, width: usize) -> Option<u64> {
+        let v = match self.0.get(..8) {
+            Some(chunk) => {
+                let x = u64::from_le_bytes(chunk.try_into().ok()?);
+                match width {
+                    0..8 => x & ((1u64 << (8 * width)) - 1),
+                    _ => x,
+                }
+            }
+            None => self
+                .0
+                .get(..width)?
+                .iter()
+                .rev()
+                .fold(0u64, |v, &b| (v << 8) | u64::from(b)),
+        };
+        self.take(width)?;
+        Some(v)
+    }
+    /// The value handle after a leaf entry's tag `tag` (anything but [`INLINE`]): in a compact
+    /// leaf, offset and size little-endian in the widths the tag states; else 8 + 4 bytes.
+    #[inline]
+    fn value_handle(&mut self, compact: bool, tag: u8) -> Option<Handle> {
+        if !compact {
+            return (tag == REFERENCE).then(|| self.handle()).flatten();
+        }
+        let (ow, sw) = reference_widths(tag)?;
+        let offset = self.le(ow)?;
+        let size = u32::try_from(self.le(sw)?).ok()?;
+        Some(Handle { offset, size })
+    }
 }
 
 /// Decodes a node payload of record type `rtype`; `None` if malformed.
 pub fn decode_node(rtype: u8, payload: Bytes) -> Option<Node> {
-    if rtype == LEAF_RECORD {
-        return Leaf::decode(payload).map(Node::Leaf);
+    if rtype == LEAF_RECORD || rtype == COMPACT_LEAF_RECORD {
+        return Leaf::decode(payload, rtype == COMPACT_LEAF_RECORD).map(Node::Leaf);
     }
     if rtype != INTERNAL_RECORD {
         return None;
@@ -418,19 +542,20 @@ pub fn read_record(
     Ok(buf)
 }
 
-/// [`read_record`] as shared bytes: a view of the file's map when it is mapped (no copy).
-pub fn read_record_bytes(
+/// [`read_record`] as shared bytes (a view of the file's map when it is mapped: no copy), and
+/// the record's stored type (a leaf's may be either leaf type).
+fn read_record_bytes(
     file: &dyn RandomAccessFile,
     path: &Path,
     extent: u64,
     handle: Handle,
     rtype: u8,
     verify: bool,
-) -> Result<Bytes> {
+) -> Result<(Bytes, u8)> {
     let size = record_len(path, extent, handle, rtype)?;
     let buf = file.read_bytes(handle.offset, size + RECORD_TRAILER_LEN)?;
-    check_record(&buf, path, handle, rtype, verify)?;
-    Ok(buf.slice(..size))
+    let stored = check_record(&buf, path, handle, rtype, verify)?;
+    Ok((buf.slice(..size), stored))
 }
 
 /// The payload length of the record at `handle`, which must end at or below `extent`.
@@ -452,16 +577,17 @@ fn record_len(path: &Path, extent: u64, handle: Handle, rtype: u8) -> Result<usi
     }
 }
 
-/// Checks a record read whole (payload and trailer): its type is `rtype` and, if `verify`, its
-/// checksum matches.
-fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool) -> Result<()> {
+/// Checks a record read whole (payload and trailer): its type is `rtype` (for a leaf, either
+/// leaf type) and, if `verify`, its checksum matches. Returns the stored type.
+fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool) -> Result<u8> {
     let what = record_name(rtype);
     let size = handle.size as usize;
     let (payload, stored_type, stored_crc) = match (buf.get(..size), buf.get(size..)) {
         (Some(p), Some([t, c @ ..])) => (p, *t, get_u32(c).unwrap_or_default()),
         _ => return Err(Error::corruption(path, handle.offset, "short record read")),
     };
-    if stored_type != rtype {
+    let leaf_types = rtype == LEAF_RECORD && stored_type == COMPACT_LEAF_RECORD;
+    if stored_type != rtype && !leaf_types {
         return Err(Error::corruption(
             path,
             handle.offset,
@@ -478,14 +604,14 @@ fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool
             ));
         }
     }
-    Ok(())
+    Ok(stored_type)
 }
 
 /// What a record type holds, for error messages.
 pub fn record_name(rtype: u8) -> &'static str {
     match rtype {
         VALUE_RECORD => "value",
-        LEAF_RECORD => "leaf node",
+        LEAF_RECORD | COMPACT_LEAF_RECORD => "leaf node",
         INTERNAL_RECORD => "internal node",
         FILTER_RECORD => "filter",
         _ => "record",
@@ -502,8 +628,8 @@ pub fn read_node(
     verify: bool,
 ) -> Result<Node> {
     let rtype = if leaf { LEAF_RECORD } else { INTERNAL_RECORD };
-    let payload = read_record_bytes(file, path, extent, handle, rtype, verify)?;
-    let node = decode_node(rtype, payload);
+    let (payload, stored) = read_record_bytes(file, path, extent, handle, rtype, verify)?;
+    let node = decode_node(stored, payload);
     // Everything a node points to was written before it: this keeps a damaged (or crafted)
     // file from sending a reader round a cycle.
     let points_back = |h: &Handle| h.end() <= handle.offset;
@@ -522,5 +648,122 @@ pub fn read_node(
                 record_name(rtype)
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coding::put_varint64;
+
+    fn entries() -> Vec<LeafEntry> {
+        vec![
+            LeafEntry {
+                ikey: b"apple\x01\0\0\0\0\0\0\0".to_vec(),
+                value: ValueRef::Inline(b"red".to_vec()),
+            },
+            LeafEntry {
+                ikey: b"banana\x01\0\0\0\0\0\0\0".to_vec(),
+                value: ValueRef::Stored(Handle {
+                    offset: 300_000,
+                    size: 1024,
+                }),
+            },
+            LeafEntry {
+                ikey: b"cherry\x01\0\0\0\0\0\0\0".to_vec(),
+                value: ValueRef::Stored(Handle {
+                    offset: 1 << 40,
+                    size: 5,
+                }),
+            },
+        ]
+    }
+
+    fn decoded(rtype: u8, payload: Vec<u8>) -> Vec<LeafEntry> {
+        match decode_node(rtype, Bytes::from(payload)) {
+            Some(Node::Leaf(leaf)) => {
+                assert_eq!(
+                    leaf.index().stored_end,
+                    (1 << 40) + 5 + RECORD_TRAILER_LEN as u64
+                );
+                leaf.entries().collect()
+            }
+            other => panic!("not a leaf: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn compact_leaves_round_trip_and_fixed_width_leaves_still_read() {
+        let compact = encode_leaf(&entries());
+        assert_eq!(
+            compact.len(),
+            1 + 8 + entries().iter().map(LeafEntry::encoded_len).sum::<usize>(),
+            "encoded_len is what the packer counts"
+        );
+        let fixed = encode_fixed_leaf(&entries());
+        assert!(
+            compact.len() + 10 < fixed.len(),
+            "{} vs {}",
+            compact.len(),
+            fixed.len()
+        );
+        assert_eq!(decoded(COMPACT_LEAF_RECORD, compact.clone()), entries());
+        assert_eq!(decoded(LEAF_RECORD, fixed.clone()), entries());
+        // Read as the other encoding, neither decodes.
+        assert!(decode_node(LEAF_RECORD, Bytes::from(compact.clone())).is_none());
+        assert!(decode_node(COMPACT_LEAF_RECORD, Bytes::from(fixed)).is_none());
+        // A truncated compact leaf is refused, never read past its end.
+        for cut in 0..compact.len() {
+            let short = Bytes::from(compact[..cut].to_vec());
+            assert!(
+                decode_node(COMPACT_LEAF_RECORD, short).is_none(),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn reference_tags_state_the_widths_they_are_written_with() {
+        for (offset, size) in [
+            (0u64, 0u32),
+            (255, 1),
+            (256, 256),
+            (1 << 40, u32::MAX),
+            (u64::MAX, 7),
+        ] {
+            let h = Handle { offset, size };
+            let tag = reference_tag(h);
+            let (ow, sw) = reference_widths(tag).unwrap();
+            assert_eq!((ow, sw), (le_width(offset), le_width(u64::from(size))));
+            let mut bytes = vec![];
+            bytes.extend_from_slice(&offset.to_le_bytes()[..ow]);
+            bytes.extend_from_slice(&size.to_le_bytes()[..sw]);
+            assert_eq!(Cur(&bytes).value_handle(true, tag), Some(h));
+        }
+        assert_eq!(reference_widths(INLINE), None);
+        assert_eq!(
+            reference_widths(REFERENCE | 0x80),
+            None,
+            "bit 7 is not a width"
+        );
+        assert_eq!(reference_widths(2), None);
+    }
+
+    #[test]
+    fn varint_len_matches_the_encoder() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_varint64(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::commit::{commit_record_len, encode_commit};
 use super::node::{
-    Child, FILTER_RECORD, Handle, INTERNAL_RECORD, LEAF_RECORD, LeafEntry, RECORD_TRAILER_LEN,
-    VALUE_RECORD, ValueRef, encode_internal, encode_leaf, record_trailer,
+    COMPACT_LEAF_RECORD, Child, FILTER_RECORD, Handle, INTERNAL_RECORD, LeafEntry,
+    RECORD_TRAILER_LEN, VALUE_RECORD, ValueRef, encode_internal, encode_leaf, record_trailer,
 };
 use super::{Commit, SegmentStats, TreeIterator, TreeOptions, TreeReader};
 use crate::comparator::InternalKeyComparator;
@@ -18,6 +18,9 @@ use crate::fs::WritableFile;
 use crate::iter::InternalIterator;
 use crate::key::{self, parse_internal_key};
 use crate::table::BloomFilterBuilder;
+
+/// Bytes of a compact leaf's header at most: its entry count (a varint32) and `stored_end`.
+const LEAF_HEADER_BYTES: usize = 5 + 8;
 
 /// The survivor rule of an append or a rewrite, applied to the merged stream of every touched
 /// leaf (all versions of each user key it holds, old and new, newest first): called with an
@@ -142,7 +145,7 @@ impl LeafPacker {
         LeafPacker {
             node_bytes: opts.node_bytes,
             leaf: Vec::new(),
-            leaf_bytes: 4,
+            leaf_bytes: LEAF_HEADER_BYTES,
             group: Vec::new(),
             group_bytes: 0,
             out: Vec::new(),
@@ -183,11 +186,16 @@ impl LeafPacker {
 
     fn write_leaf(&mut self, w: &mut SegmentWriter<'_>) -> Result<()> {
         if let (Some(f), Some(l)) = (self.leaf.first(), self.leaf.last()) {
-            let child = w.node(&encode_leaf(&self.leaf), LEAF_RECORD, &f.ikey, &l.ikey)?;
+            let child = w.node(
+                &encode_leaf(&self.leaf),
+                COMPACT_LEAF_RECORD,
+                &f.ikey,
+                &l.ikey,
+            )?;
             self.out.push(child);
         }
         self.leaf.clear();
-        self.leaf_bytes = 4;
+        self.leaf_bytes = LEAF_HEADER_BYTES;
         Ok(())
     }
 
