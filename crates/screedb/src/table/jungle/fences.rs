@@ -34,7 +34,8 @@ impl LeafFences {
 
     /// Bytes held (counted as the tree's metadata).
     pub(super) fn bytes(&self) -> u64 {
-        (self.keys.len() + self.ends.len() * 8 + self.handles.len() * 16) as u64
+        let per_leaf = std::mem::size_of::<usize>() + std::mem::size_of::<Handle>();
+        (self.keys.len() + self.handles.len() * per_leaf) as u64
     }
 
     /// The last key of leaf `i` (empty past the end).
@@ -94,6 +95,7 @@ mod tests {
         assert_eq!(f.handle(3), None);
         assert_eq!(f.key(1), ik(b"dddd", 5, ValueKind::Value).as_slice());
         assert!(f.key(3).is_empty());
-        assert_eq!(f.bytes(), (9 + 12 + 9) + 3 * 8 + 3 * 16);
+        let per_leaf = std::mem::size_of::<usize>() + std::mem::size_of::<Handle>();
+        assert_eq!(f.bytes(), (9 + 12 + 9) as u64 + 3 * per_leaf as u64);
     }
 }

@@ -25,8 +25,8 @@
 //!              | smallest key | largest key
 //! ```
 //!
-//! All integers are little-endian and fixed-width except in compact leaves; handles name a record's payload (offset, size),
-//! the trailer follows it. A reader is pinned to one commit by its extent: the file length at that
+//! All integers are little-endian and fixed-width except in compact leaves; handles name a
+//! record's payload (offset, size), the trailer follows it. A reader is pinned to one commit by its extent: the file length at that
 //! commit, whose last 16 bytes are the commit's tail. Invariants the writer keeps and
 //! [`TreeReader::verify`] checks: every leaf is at depth `height`; an internal node's children
 //! have ascending, disjoint key ranges, each the exact first and last key of the child's subtree;

@@ -28,6 +28,9 @@ pub const FILTER_RECORD: u8 = 4;
 /// type [`LEAF_RECORD`], with fixed-width fields, still reads).
 pub const COMPACT_LEAF_RECORD: u8 = 5;
 
+/// Bytes of a compact leaf's header at most: its entry count (a varint32) and `stored_end`.
+pub const COMPACT_LEAF_HEADER_BYTES: usize = 5 + 8;
+
 /// Value tag of a leaf entry: the value follows inline.
 const INLINE: u8 = 0;
 /// Value tag of a leaf entry: the value is a value record elsewhere in the file.
@@ -224,7 +227,7 @@ impl Leaf {
                     let (ow, sw) = reference_widths(tag)?;
                     c.take(ow + sw)?;
                 }
-                tag => stored_end = stored_end.max(c.value_handle(compact, tag)?.end()),
+                tag => stored_end = stored_end.max(c.value_handle(false, tag)?.end()),
             }
         }
         let payload_len = payload.len();
@@ -342,8 +345,9 @@ pub enum Node {
 
 /// Encodes a leaf payload ([`COMPACT_LEAF_RECORD`]).
 pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-    let mut out =
-        Vec::with_capacity(13 + entries.iter().map(LeafEntry::encoded_len).sum::<usize>());
+    let mut out = Vec::with_capacity(
+        COMPACT_LEAF_HEADER_BYTES + entries.iter().map(LeafEntry::encoded_len).sum::<usize>(),
+    );
     put_varint32(&mut out, entries.len() as u32);
     let stored_end = entries.iter().filter_map(|e| match &e.value {
         ValueRef::Stored(h) => Some(h.end()),
@@ -365,31 +369,6 @@ pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
                 let (ow, sw) = reference_widths(tag).unwrap_or((8, 4));
                 out.extend_from_slice(&h.offset.to_le_bytes()[..ow]);
                 out.extend_from_slice(&h.size.to_le_bytes()[..sw]);
-            }
-        }
-    }
-    out
-}
-
-/// Encodes a leaf payload with fixed-width fields ([`LEAF_RECORD`], the format before
-/// 2026-11-27), so tests can check that such leaves still read.
-#[cfg(test)]
-pub fn encode_fixed_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-    let mut out = Vec::new();
-    put_u32(&mut out, entries.len() as u32);
-    for e in entries {
-        put_u32(&mut out, e.ikey.len() as u32);
-        out.extend_from_slice(&e.ikey);
-        match &e.value {
-            ValueRef::Inline(v) => {
-                out.push(INLINE);
-                put_u32(&mut out, v.len() as u32);
-                out.extend_from_slice(v);
-            }
-            ValueRef::Stored(h) => {
-                out.push(REFERENCE);
-                put_u64(&mut out, h.offset);
-                put_u32(&mut out, h.size);
             }
         }
     }
@@ -655,6 +634,30 @@ pub fn read_node(
 mod tests {
     use super::*;
     use crate::coding::put_varint64;
+
+    /// Encodes a leaf payload with fixed-width fields ([`LEAF_RECORD`], the format before
+    /// 2026-11-27), so tests can check that such leaves still read.
+    fn encode_fixed_leaf(entries: &[LeafEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_u32(&mut out, entries.len() as u32);
+        for e in entries {
+            put_u32(&mut out, e.ikey.len() as u32);
+            out.extend_from_slice(&e.ikey);
+            match &e.value {
+                ValueRef::Inline(v) => {
+                    out.push(INLINE);
+                    put_u32(&mut out, v.len() as u32);
+                    out.extend_from_slice(v);
+                }
+                ValueRef::Stored(h) => {
+                    out.push(REFERENCE);
+                    put_u64(&mut out, h.offset);
+                    put_u32(&mut out, h.size);
+                }
+            }
+        }
+        out
+    }
 
     fn entries() -> Vec<LeafEntry> {
         vec![

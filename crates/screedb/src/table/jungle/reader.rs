@@ -49,8 +49,8 @@ pub struct TreeReader {
 }
 
 /// The leaves of every open tree (internal nodes stay with their reader), keyed by `(file
-/// number, offset)` and bounded in bytes. Safe without invalidation: a node a reader can reach lies below a commit, and bytes
-/// below a commit never change (file numbers are never reused).
+/// number, offset)` and bounded in bytes. Safe without invalidation: a node a reader can reach
+/// lies below a commit, and bytes below a commit never change (file numbers are never reused).
 pub struct NodeCache {
     cache: Cache<(u64, u64), Cached, NodeWeighter>,
 }

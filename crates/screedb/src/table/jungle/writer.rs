@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use super::commit::{commit_record_len, encode_commit};
 use super::node::{
-    COMPACT_LEAF_RECORD, Child, FILTER_RECORD, Handle, INTERNAL_RECORD, LeafEntry,
-    RECORD_TRAILER_LEN, VALUE_RECORD, ValueRef, encode_internal, encode_leaf, record_trailer,
+    COMPACT_LEAF_HEADER_BYTES, COMPACT_LEAF_RECORD, Child, FILTER_RECORD, Handle, INTERNAL_RECORD,
+    LeafEntry, RECORD_TRAILER_LEN, VALUE_RECORD, ValueRef, encode_internal, encode_leaf,
+    record_trailer,
 };
 use super::{Commit, SegmentStats, TreeIterator, TreeOptions, TreeReader};
 use crate::comparator::InternalKeyComparator;
@@ -18,9 +19,6 @@ use crate::fs::WritableFile;
 use crate::iter::InternalIterator;
 use crate::key::{self, parse_internal_key};
 use crate::table::BloomFilterBuilder;
-
-/// Bytes of a compact leaf's header at most: its entry count (a varint32) and `stored_end`.
-const LEAF_HEADER_BYTES: usize = 5 + 8;
 
 /// The survivor rule of an append or a rewrite, applied to the merged stream of every touched
 /// leaf (all versions of each user key it holds, old and new, newest first): called with an
@@ -145,7 +143,7 @@ impl LeafPacker {
         LeafPacker {
             node_bytes: opts.node_bytes,
             leaf: Vec::new(),
-            leaf_bytes: LEAF_HEADER_BYTES,
+            leaf_bytes: COMPACT_LEAF_HEADER_BYTES,
             group: Vec::new(),
             group_bytes: 0,
             out: Vec::new(),
@@ -195,7 +193,7 @@ impl LeafPacker {
             self.out.push(child);
         }
         self.leaf.clear();
-        self.leaf_bytes = LEAF_HEADER_BYTES;
+        self.leaf_bytes = COMPACT_LEAF_HEADER_BYTES;
         Ok(())
     }
 
