@@ -170,7 +170,7 @@ impl ValueSlot<'_> {
 }
 
 /// A decoded leaf, read in place: its payload as read (a view of the file's map when the file is
-/// mapped, so nothing is copied) and where each entry's key lies. Decoding checks every entry's
+/// mapped, so nothing is copied) and where each entry starts. Decoding checks every entry's
 /// bounds and tag once; a lookup then binary-searches the keys with no allocation, which is what
 /// a get pays on every level.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,13 +180,13 @@ pub struct Leaf {
     index: LeafIndex,
 }
 
-/// What decoding a leaf learns, apart from its bytes: where each entry's key lies. Shared, so a
+/// What decoding a leaf learns, apart from its bytes: where each entry starts. Shared, so a
 /// cache can keep it for a leaf of a mapped file and pair it with the file's bytes again
 /// ([`Leaf::over`]) instead of keeping a copy of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafIndex {
-    /// `(offset, length)` of each entry's internal key in the payload; its value tag follows.
-    keys: Arc<[(u32, u32)]>,
+    /// Where each entry (its key length, then key, tag and value) starts in the payload.
+    starts: EntryStarts,
     /// The end (past the trailer) of the furthest value record an entry refers to (0: none).
     stored_end: u64,
     /// Bytes of the payload it was built from.
@@ -198,7 +198,52 @@ pub struct LeafIndex {
 impl LeafIndex {
     /// Bytes it holds in memory (what a cache charges for it).
     pub fn charge(&self) -> u64 {
-        (self.keys.len() * 8 + 48) as u64
+        // The Arc's two counts come with the offsets.
+        (size_of::<LeafIndex>() + 16 + self.starts.bytes()) as u64
+    }
+}
+
+/// The entries' start offsets, two bytes each when the payload is at most 64 KiB (every leaf of
+/// the default node size): a cache keeps these for many leaves, and at 8 bytes an entry it held
+/// a quarter as many, so more gets decoded their leaf again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum EntryStarts {
+    /// Offsets of a payload of at most 64 KiB.
+    Narrow(Arc<[u16]>),
+    /// Offsets of a larger payload (long keys or inline values).
+    Wide(Arc<[u32]>),
+}
+
+impl EntryStarts {
+    /// `starts` (each below `payload_len`), in the narrowest width that holds them.
+    fn new(starts: &[u32], payload_len: usize) -> EntryStarts {
+        if payload_len <= 1 << 16 {
+            EntryStarts::Narrow(starts.iter().map(|&s| s as u16).collect())
+        } else {
+            EntryStarts::Wide(starts.into())
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<usize> {
+        match self {
+            EntryStarts::Narrow(s) => s.get(i).map(|&s| usize::from(s)),
+            EntryStarts::Wide(s) => s.get(i).map(|&s| s as usize),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            EntryStarts::Narrow(s) => s.len(),
+            EntryStarts::Wide(s) => s.len(),
+        }
+    }
+
+    /// Bytes of the offsets.
+    fn bytes(&self) -> usize {
+        match self {
+            EntryStarts::Narrow(s) => size_of_val(&**s),
+            EntryStarts::Wide(s) => size_of_val(&**s),
+        }
     }
 }
 
@@ -212,12 +257,11 @@ impl Leaf {
         let mut stored_end = if compact { c.le(8)? } else { 0 };
         // Every entry takes at least 3 bytes: a count larger than that is corrupt, not a huge
         // alloc.
-        let mut keys = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 3));
+        let mut starts = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 3));
         for _ in 0..count {
+            starts.push(u32::try_from(payload.len() - c.0.len()).ok()?);
             let len = c.len(compact)?;
-            let at = payload.len() - c.0.len();
             c.take(usize::try_from(len).ok()?)?;
-            keys.push((u32::try_from(at).ok()?, len));
             match c.u8()? {
                 INLINE => {
                     let n = usize::try_from(c.len(compact)?).ok()?;
@@ -234,7 +278,7 @@ impl Leaf {
         c.0.is_empty().then_some(Leaf {
             payload,
             index: LeafIndex {
-                keys: keys.into(),
+                starts: EntryStarts::new(&starts, payload_len),
                 stored_end,
                 payload_len,
                 compact,
@@ -259,29 +303,33 @@ impl Leaf {
 
     /// Entries in the leaf.
     pub fn len(&self) -> usize {
-        self.index.keys.len()
+        self.index.starts.len()
     }
 
     /// True if the leaf has no entries (only a damaged file has such a leaf).
     pub fn is_empty(&self) -> bool {
-        self.index.keys.is_empty()
+        self.index.starts.len() == 0
+    }
+
+    /// Entry `i`'s internal key and the bytes after it (its value); `None` past the end.
+    /// Decoding checked every entry's bounds, so within the count this succeeds.
+    #[inline]
+    fn split_entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let mut c = Cur(self.payload.get(self.index.starts.get(i)?..)?);
+        let len = c.len(self.index.compact)?;
+        let key = c.take(usize::try_from(len).ok()?)?;
+        Some((key, c.0))
     }
 
     /// The internal key of entry `i` (empty past the end).
     pub fn ikey(&self, i: usize) -> &[u8] {
-        self.index.keys.get(i).map_or(&[], |&(at, len)| {
-            let at = at as usize;
-            self.payload.get(at..at + len as usize).unwrap_or_default()
-        })
+        self.split_entry(i).map_or(&[], |(key, _)| key)
     }
 
     /// The value of entry `i` (an empty inline value past the end).
     pub fn value(&self, i: usize) -> ValueSlot<'_> {
         let empty = ValueSlot::Inline(&[]);
-        let Some(&(at, len)) = self.index.keys.get(i) else {
-            return empty;
-        };
-        let Some(rest) = self.payload.get(at as usize + len as usize..) else {
+        let Some((_, rest)) = self.split_entry(i) else {
             return empty;
         };
         let mut c = Cur(rest);
@@ -723,6 +771,38 @@ mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    #[test]
+    fn leaves_past_64_kib_keep_wide_entry_offsets_and_read_back() {
+        // Entries starting past 64 KiB need four-byte offsets; a leaf of small entries is
+        // indexed in two bytes each, so a cache holds four times as many of them.
+        let big: Vec<LeafEntry> = (0..4u8)
+            .map(|i| LeafEntry {
+                ikey: [b"key", &[i][..], &[1, 0, 0, 0, 0, 0, 0, 0][..]].concat(),
+                value: ValueRef::Inline(vec![i; 30_000]),
+            })
+            .collect();
+        let payload = encode_leaf(&big);
+        assert!(payload.len() > 1 << 16);
+        let Some(Node::Leaf(wide)) = decode_node(COMPACT_LEAF_RECORD, Bytes::from(payload)) else {
+            panic!("not a leaf");
+        };
+        assert!(matches!(wide.index.starts, EntryStarts::Wide(_)));
+        assert_eq!(wide.entries().collect::<Vec<_>>(), big);
+        let Some(Node::Leaf(narrow)) =
+            decode_node(COMPACT_LEAF_RECORD, Bytes::from(encode_leaf(&big[..1])))
+        else {
+            panic!("not a leaf");
+        };
+        assert!(matches!(narrow.index.starts, EntryStarts::Narrow(_)));
+        assert_eq!(narrow.entries().collect::<Vec<_>>(), big[..1]);
+        // Past the last entry: an empty key and value, never a panic.
+        assert_eq!(wide.ikey(4), b"");
+        assert_eq!(wide.value(4), ValueSlot::Inline(&[]));
+        let per_entry = |l: &Leaf| l.index.starts.bytes() / l.len();
+        assert_eq!((per_entry(&narrow), per_entry(&wide)), (2, 4));
+        assert!(narrow.index.charge() < wide.index.charge());
     }
 
     #[test]

@@ -92,7 +92,8 @@ impl fmt::Debug for NodeCache {
 impl NodeCache {
     /// A cache of at most about `capacity_bytes` of node payloads.
     pub fn new(capacity_bytes: u64) -> NodeCache {
-        let items = usize::try_from(capacity_bytes / 4096)
+        // Mostly the entry offsets of leaves of mapped files: a few hundred bytes each.
+        let items = usize::try_from(capacity_bytes / 512)
             .unwrap_or(usize::MAX)
             .max(16);
         NodeCache {
