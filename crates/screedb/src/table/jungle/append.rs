@@ -192,9 +192,11 @@ fn next_filter(
         }
     }
     let mut b = BloomFilterBuilder::new(bits);
+    let mut ikey = Vec::new();
     base.for_each_leaf(&mut |leaf| {
         for i in 0..leaf.len() {
-            b.add_key(key::user_key(leaf.ikey(i)));
+            leaf.ikey_into(i, &mut ikey);
+            b.add_key(key::user_key(&ikey));
         }
     })?;
     for e in batch {

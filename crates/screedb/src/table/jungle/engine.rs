@@ -82,18 +82,21 @@ impl TableReader for TreeTable {
         let Node::Leaf(leaf) = &*node else {
             return Ok(Probe::Missed);
         };
-        let Some(parsed) = key::parse_internal_key(leaf.ikey(i)) else {
+        let ucmp = self.tree.icmp.user();
+        let hit = leaf.with_ikey(i, |ikey| {
+            let parsed = key::parse_internal_key(ikey)?;
+            (ucmp.compare(parsed.user_key, user_key) == Ordering::Equal)
+                .then_some((parsed.kind, parsed.seq))
+        });
+        let Some((kind, seq)) = hit else {
             return Ok(Probe::Missed);
         };
-        if self.tree.icmp.user().compare(parsed.user_key, user_key) != Ordering::Equal {
-            return Ok(Probe::Missed);
-        }
         // Only a live value is read: a tombstone or another key costs no value record.
-        let found = match parsed.kind {
-            ValueKind::Value => Lookup::Found(self.tree.resolve(leaf.value(i), false)?),
+        let found = match kind {
+            ValueKind::Value => Lookup::Found(self.tree.resolve_entry(leaf, i)?),
             ValueKind::Deletion => Lookup::Deleted,
         };
-        Ok(Probe::Hit(found, parsed.seq))
+        Ok(Probe::Hit(found, seq))
     }
 
     fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>> {

@@ -4,6 +4,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::TreeReader;
 use super::node::{Handle, Leaf, Node};
 use crate::error::{Error, Result};
@@ -146,7 +148,10 @@ impl Cursor {
 pub struct TreeIterator {
     tree: Arc<TreeReader>,
     cur: Cursor,
-    value: Vec<u8>,
+    /// The current entry's internal key (a leaf may store only its part past a prefix).
+    key: Vec<u8>,
+    /// The current entry's value: a view of the file's map (or of the leaf) where it is mapped.
+    value: Bytes,
     err: Option<Error>,
 }
 
@@ -164,20 +169,25 @@ impl TreeIterator {
         TreeIterator {
             tree,
             cur: Cursor::default(),
-            value: Vec::new(),
+            key: Vec::new(),
+            value: Bytes::new(),
             err: None,
         }
     }
 
-    /// Applies a move's result: resolves the value, or records the error and stops.
+    /// Applies a move's result: copies the key and resolves the value, or records the error
+    /// and stops.
     fn settle(&mut self, moved: Result<()>) {
         let resolved = moved.and_then(|()| match self.cur.current() {
-            Some((leaf, i)) => self.tree.resolve(leaf.value(i), false).map(Some),
+            Some((leaf, i)) => {
+                leaf.ikey_into(i, &mut self.key);
+                self.tree.resolve_shared(leaf, i).map(Some)
+            }
             None => Ok(None),
         });
         match resolved {
             Ok(Some(v)) => self.value = v,
-            Ok(None) => self.value.clear(),
+            Ok(None) => self.value = Bytes::new(),
             Err(e) => {
                 self.err = Some(e);
                 self.cur = Cursor::default();
@@ -214,7 +224,7 @@ impl InternalIterator for TreeIterator {
         self.settle(r);
     }
     fn key(&self) -> &[u8] {
-        self.cur.current().map_or(&[], |(leaf, i)| leaf.ikey(i))
+        if self.valid() { &self.key } else { &[] }
     }
     fn value(&self) -> &[u8] {
         &self.value

@@ -17,6 +17,10 @@
 //!                    | tag: u8 | ref)*   stored_end: end of the furthest value record referred to
 //!                      tag 0: value_len: varint32 | value (inline)
 //!                      tag 1 | ow - 1 << 2 | sw - 1 << 5: offset (ow bytes) | size (sw bytes)
+//!   type 6 leaf      (prefix, written since 2026-11-28; types 2 and 5 are still read)
+//!                    count: varint32 | stored_end: u64 | prefix_len: varint32 | prefix
+//!                    | (rest_len: varint32 | internal key past the prefix | tag: u8 | ref)*
+//!                    prefix: the bytes every entry's user key starts with; ref as in type 5
 //! commit    := body | body_len: u32 | magic: u64 | masked crc32c: u32 (of everything before)
 //!   body    := root: u64 | root_size: u32 | height: u32 | live_bytes: u64 | total_bytes: u64
 //!              | entries: u64 | smallest_seq: u64 | largest_seq: u64 | prev: u64 (MAX: none)
@@ -25,7 +29,7 @@
 //!              | smallest key | largest key
 //! ```
 //!
-//! All integers are little-endian and fixed-width except in compact leaves; handles name a
+//! All integers are little-endian and fixed-width except in compact and prefix leaves; handles name a
 //! record's payload (offset, size), the trailer follows it. A reader is pinned to one commit by its extent: the file length at that
 //! commit, whose last 16 bytes are the commit's tail. Invariants the writer keeps and
 //! [`TreeReader::verify`] checks: every leaf is at depth `height`; an internal node's children

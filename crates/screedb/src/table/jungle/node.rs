@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -11,6 +12,7 @@ use crate::checksum;
 use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
+use crate::key;
 
 /// Bytes after every record's payload: type byte and masked CRC32C.
 pub const RECORD_TRAILER_LEN: usize = 5;
@@ -24,12 +26,20 @@ pub const INTERNAL_RECORD: u8 = 3;
 /// Record type of a filter.
 pub const FILTER_RECORD: u8 = 4;
 /// Record type of a compact leaf node: varint lengths, value handles in the widths their tag
-/// states, and a header naming the furthest value record (written since 2026-11-27; a leaf of
+/// states, and a header naming the furthest value record (written on 2026-11-27; a leaf of
 /// type [`LEAF_RECORD`], with fixed-width fields, still reads).
 pub const COMPACT_LEAF_RECORD: u8 = 5;
+/// Record type of a prefix leaf: a compact leaf that stores the prefix its entries' user keys
+/// share once and each entry's internal key past it (written since 2026-11-28; leaves of types
+/// [`LEAF_RECORD`] and [`COMPACT_LEAF_RECORD`] still read).
+pub const PREFIX_LEAF_RECORD: u8 = 6;
 
-/// Bytes of a compact leaf's header at most: its entry count (a varint32) and `stored_end`.
-pub const COMPACT_LEAF_HEADER_BYTES: usize = 5 + 8;
+/// Bytes of a prefix leaf's header at most, its prefix not counted: the entry count (a
+/// varint32), `stored_end` and the prefix length (a varint32).
+pub const PREFIX_LEAF_HEADER_BYTES: usize = 5 + 8 + 5;
+
+/// Longest internal key [`Leaf::with_ikey`] assembles on the stack.
+const KEY_BUF_BYTES: usize = 128;
 
 /// Value tag of a leaf entry: the value follows inline.
 const INLINE: u8 = 0;
@@ -108,10 +118,17 @@ fn varint_len(v: u64) -> usize {
 }
 
 impl LeafEntry {
-    /// Bytes the entry takes in a leaf ([`COMPACT_LEAF_RECORD`]).
+    /// Bytes the entry takes in a compact leaf with its whole key; in a prefix leaf whose
+    /// prefix is `p` bytes, at most this less `p` ([`LeafEntry::encoded_len_past`]).
     pub fn encoded_len(&self) -> usize {
-        varint_len(self.ikey.len() as u64)
-            + self.ikey.len()
+        self.encoded_len_past(0)
+    }
+
+    /// Bytes the entry takes in a leaf that stores its key past the first `p` bytes.
+    pub fn encoded_len_past(&self, p: usize) -> usize {
+        let rest = self.ikey.len().saturating_sub(p);
+        varint_len(rest as u64)
+            + rest
             + match &self.value {
                 ValueRef::Inline(v) => 1 + varint_len(v.len() as u64) + v.len(),
                 ValueRef::Stored(h) => 1 + le_width(h.offset) + le_width(u64::from(h.size)),
@@ -180,28 +197,64 @@ pub struct Leaf {
     index: LeafIndex,
 }
 
-/// What decoding a leaf learns, apart from its bytes: where each entry starts. Shared, so a
-/// cache can keep it for a leaf of a mapped file and pair it with the file's bytes again
-/// ([`Leaf::over`]) instead of keeping a copy of them.
+/// What decoding a leaf learns, apart from its bytes: where its key prefix lies and where each
+/// entry starts. Shared, so a cache can keep it for a leaf of a mapped file and pair it with the
+/// file's bytes again ([`Leaf::over`]) instead of keeping a copy of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafIndex {
-    /// Where each entry (its key length, then key, tag and value) starts in the payload.
+    /// Where each entry (its key length, then key past the prefix, tag and value) starts in
+    /// the payload.
     starts: EntryStarts,
+    /// `(offset, length)` in the payload of the prefix every entry's key starts with (`(0, 0)`
+    /// in leaves of types 2 and 5, which store whole keys).
+    prefix: (u32, u32),
     /// The end (past the trailer) of the furthest value record an entry refers to (0: none).
     stored_end: u64,
     /// Bytes of the payload it was built from.
     payload_len: usize,
-    /// The payload's encoding: [`COMPACT_LEAF_RECORD`] or [`LEAF_RECORD`] (fixed-width).
+    /// Which entries' value records were already checked.
+    checked: CheckedValues,
+    /// Whether lengths are varints and handles compact (record types 5 and 6), not fixed-width
+    /// (type 2).
     compact: bool,
 }
 
 impl LeafIndex {
     /// Bytes it holds in memory (what a cache charges for it).
     pub fn charge(&self) -> u64 {
-        // The Arc's two counts come with the offsets.
-        (size_of::<LeafIndex>() + 16 + self.starts.bytes()) as u64
+        // Each Arc's two counts come with its slice.
+        (size_of::<LeafIndex>() + 32 + self.starts.bytes() + size_of_val(&*self.checked.0)) as u64
     }
 }
+
+/// One bit per entry of a leaf, set once the value record the entry refers to was read from
+/// a mapped file with its checksum checked: later reads of it through a map skip the check, as
+/// a sorted table's blocks used in place are checked once (table/reader.rs): the mapped bytes
+/// of an immutable file are the ones checked, unless the device hands back other bytes for a
+/// page the kernel evicted and reads again. A cached leaf index carries the bits, so they last
+/// as long as it stays cached; a leaf read again starts with none.
+#[derive(Debug, Clone)]
+struct CheckedValues(Arc<[AtomicU64]>);
+
+impl CheckedValues {
+    fn new(entries: usize) -> CheckedValues {
+        CheckedValues(
+            (0..entries.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+}
+
+/// What is known about the bytes, not the bytes: two indexes of one leaf are equal whatever
+/// each has checked so far.
+impl PartialEq for CheckedValues {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for CheckedValues {}
 
 /// The entries' start offsets, two bytes each when the payload is at most 64 KiB (every leaf of
 /// the default node size): a cache keeps these for many leaves, and at 8 bytes an entry it held
@@ -248,20 +301,35 @@ impl EntryStarts {
 }
 
 impl Leaf {
-    /// Decodes a leaf payload ([`COMPACT_LEAF_RECORD`] if `compact`); `None` if malformed.
-    fn decode(payload: Bytes, compact: bool) -> Option<Leaf> {
+    /// Decodes a leaf payload of record type `rtype` (one of the three leaf types); `None` if
+    /// malformed.
+    fn decode(payload: Bytes, rtype: u8) -> Option<Leaf> {
+        let compact = rtype != LEAF_RECORD;
         let mut c = Cur(&payload);
         let count = c.len(compact)?;
         // A compact leaf states where its furthest value record ends (its encoder's maximum),
         // so decoding only steps over each handle; a get reads the one it needs.
         let mut stored_end = if compact { c.le(8)? } else { 0 };
+        let prefix = if rtype == PREFIX_LEAF_RECORD {
+            let len = c.varint32()?;
+            let at = payload.len() - c.0.len();
+            c.take(usize::try_from(len).ok()?)?;
+            (u32::try_from(at).ok()?, len)
+        } else {
+            (0, 0)
+        };
+        // The prefix is part of every user key, so each entry keeps at least its trailer.
+        let shortest = if prefix.1 > 0 { key::TRAILER_LEN } else { 0 };
         // Every entry takes at least 3 bytes: a count larger than that is corrupt, not a huge
         // alloc.
         let mut starts = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 3));
         for _ in 0..count {
             starts.push(u32::try_from(payload.len() - c.0.len()).ok()?);
-            let len = c.len(compact)?;
-            c.take(usize::try_from(len).ok()?)?;
+            let len = usize::try_from(c.len(compact)?).ok()?;
+            if len < shortest {
+                return None;
+            }
+            c.take(len)?;
             match c.u8()? {
                 INLINE => {
                     let n = usize::try_from(c.len(compact)?).ok()?;
@@ -278,7 +346,9 @@ impl Leaf {
         c.0.is_empty().then_some(Leaf {
             payload,
             index: LeafIndex {
+                checked: CheckedValues::new(starts.len()),
                 starts: EntryStarts::new(&starts, payload_len),
+                prefix,
                 stored_end,
                 payload_len,
                 compact,
@@ -311,8 +381,9 @@ impl Leaf {
         self.index.starts.len() == 0
     }
 
-    /// Entry `i`'s internal key and the bytes after it (its value); `None` past the end.
-    /// Decoding checked every entry's bounds, so within the count this succeeds.
+    /// Entry `i`'s internal key past the leaf's prefix, and the bytes after it (its value);
+    /// `None` past the end. Decoding checked every entry's bounds, so within the count this
+    /// succeeds.
     #[inline]
     fn split_entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let mut c = Cur(self.payload.get(self.index.starts.get(i)?..)?);
@@ -321,9 +392,54 @@ impl Leaf {
         Some((key, c.0))
     }
 
-    /// The internal key of entry `i` (empty past the end).
-    pub fn ikey(&self, i: usize) -> &[u8] {
-        self.split_entry(i).map_or(&[], |(key, _)| key)
+    /// The prefix every key of the leaf starts with (empty in leaves of types 2 and 5).
+    #[inline]
+    fn prefix(&self) -> &[u8] {
+        let (at, len) = (self.index.prefix.0 as usize, self.index.prefix.1 as usize);
+        self.payload.get(at..at + len).unwrap_or_default()
+    }
+
+    /// Entry `i`'s internal key in two parts, the leaf's prefix and the rest (both empty past
+    /// the end).
+    #[inline]
+    pub fn ikey_parts(&self, i: usize) -> (&[u8], &[u8]) {
+        match self.split_entry(i) {
+            Some((rest, _)) => (self.prefix(), rest),
+            None => (&[], &[]),
+        }
+    }
+
+    /// Calls `f` with entry `i`'s internal key (empty past the end): borrowed from the leaf
+    /// when it stores whole keys, else assembled on the stack (in a `Vec` past
+    /// [`KEY_BUF_BYTES`]), so a search allocates nothing.
+    #[inline]
+    pub fn with_ikey<R>(&self, i: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let (prefix, rest) = self.ikey_parts(i);
+        if prefix.is_empty() {
+            return f(rest);
+        }
+        let n = prefix.len() + rest.len();
+        if n > KEY_BUF_BYTES {
+            return f(&[prefix, rest].concat());
+        }
+        let mut buf = [0u8; KEY_BUF_BYTES];
+        buf[..prefix.len()].copy_from_slice(prefix);
+        buf[prefix.len()..n].copy_from_slice(rest);
+        f(&buf[..n])
+    }
+
+    /// Entry `i`'s internal key written over `out` (empty past the end).
+    pub fn ikey_into(&self, i: usize, out: &mut Vec<u8>) {
+        let (prefix, rest) = self.ikey_parts(i);
+        out.clear();
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(rest);
+    }
+
+    /// Entry `i`'s internal key, copied (empty past the end).
+    pub fn ikey_vec(&self, i: usize) -> Vec<u8> {
+        let (prefix, rest) = self.ikey_parts(i);
+        [prefix, rest].concat()
     }
 
     /// The value of entry `i` (an empty inline value past the end).
@@ -346,10 +462,38 @@ impl Leaf {
         slot.unwrap_or(empty)
     }
 
+    /// Whether entry `i`'s value record was read from a mapped file and checked before
+    /// ([`Leaf::set_value_checked`]).
+    pub fn value_checked(&self, i: usize) -> bool {
+        let word = self.index.checked.0.get(i / 64);
+        word.is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+
+    /// Records that entry `i`'s value record was read from a mapped file and its checksum held.
+    pub fn set_value_checked(&self, i: usize) {
+        if let Some(w) = self.index.checked.0.get(i / 64) {
+            w.fetch_or(1 << (i % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// Entry `i`'s inline value as a view of the leaf's bytes (no copy); `None` if the value
+    /// is stored apart (or `i` is past the end).
+    pub fn inline_value(&self, i: usize) -> Option<Bytes> {
+        let ValueSlot::Inline(v) = self.value(i) else {
+            return None;
+        };
+        // `value` hands out slices of the payload (or an empty one past the end).
+        let at = (v.as_ptr() as usize).checked_sub(self.payload.as_ptr() as usize);
+        Some(match at {
+            Some(at) if at + v.len() <= self.payload.len() => self.payload.slice(at..at + v.len()),
+            _ => Bytes::new(),
+        })
+    }
+
     /// Entry `i`, copied (for the write path, which merges entries into new leaves).
     pub fn entry(&self, i: usize) -> LeafEntry {
         LeafEntry {
-            ikey: self.ikey(i).to_vec(),
+            ikey: self.ikey_vec(i),
             value: self.value(i).to_owned(),
         }
     }
@@ -361,8 +505,12 @@ impl Leaf {
 
     /// Key + value bytes of every entry (the unit of live bytes).
     pub fn logical_len(&self) -> u64 {
+        let prefix = self.prefix().len() as u64;
         (0..self.len())
-            .map(|i| self.ikey(i).len() as u64 + self.value(i).value_len())
+            .map(|i| {
+                let rest = self.split_entry(i).map_or(0, |(rest, _)| rest.len());
+                prefix + rest as u64 + self.value(i).value_len()
+            })
             .sum()
     }
 
@@ -372,7 +520,7 @@ impl Leaf {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if pred(self.ikey(mid)) {
+            if self.with_ikey(mid, &mut pred) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -391,34 +539,66 @@ pub enum Node {
     Internal(Vec<Child>),
 }
 
-/// Encodes a leaf payload ([`COMPACT_LEAF_RECORD`]).
-pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        COMPACT_LEAF_HEADER_BYTES + entries.iter().map(LeafEntry::encoded_len).sum::<usize>(),
-    );
-    put_varint32(&mut out, entries.len() as u32);
-    let stored_end = entries.iter().filter_map(|e| match &e.value {
+/// Bytes `a` and `b` share at their start.
+pub fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Bytes every entry's user key shares at its start (0 for no entries).
+pub fn shared_prefix_len(entries: &[LeafEntry]) -> usize {
+    let Some(first) = entries.first() else {
+        return 0;
+    };
+    let first = key::user_key(&first.ikey);
+    entries.iter().fold(first.len(), |p, e| {
+        p.min(common_prefix_len(first, key::user_key(&e.ikey)))
+    })
+}
+
+/// The end of the furthest value record `entries` refer to (0: none), a compact leaf's
+/// `stored_end`.
+fn stored_end(entries: &[LeafEntry]) -> u64 {
+    let ends = entries.iter().filter_map(|e| match &e.value {
         ValueRef::Stored(h) => Some(h.end()),
         ValueRef::Inline(_) => None,
     });
-    put_u64(&mut out, stored_end.max().unwrap_or(0));
-    for e in entries {
-        put_varint32(&mut out, e.ikey.len() as u32);
-        out.extend_from_slice(&e.ikey);
-        match &e.value {
-            ValueRef::Inline(v) => {
-                out.push(INLINE);
-                put_varint32(&mut out, v.len() as u32);
-                out.extend_from_slice(v);
-            }
-            ValueRef::Stored(h) => {
-                let tag = reference_tag(*h);
-                out.push(tag);
-                let (ow, sw) = reference_widths(tag).unwrap_or((8, 4));
-                out.extend_from_slice(&h.offset.to_le_bytes()[..ow]);
-                out.extend_from_slice(&h.size.to_le_bytes()[..sw]);
-            }
+    ends.max().unwrap_or(0)
+}
+
+/// Appends a compact leaf entry's value: its tag, then the inline value or the handle.
+fn put_value(out: &mut Vec<u8>, value: &ValueRef) {
+    match value {
+        ValueRef::Inline(v) => {
+            out.push(INLINE);
+            put_varint32(out, v.len() as u32);
+            out.extend_from_slice(v);
         }
+        ValueRef::Stored(h) => {
+            let tag = reference_tag(*h);
+            out.push(tag);
+            let (ow, sw) = reference_widths(tag).unwrap_or((8, 4));
+            out.extend_from_slice(&h.offset.to_le_bytes()[..ow]);
+            out.extend_from_slice(&h.size.to_le_bytes()[..sw]);
+        }
+    }
+}
+
+/// Encodes a leaf payload ([`PREFIX_LEAF_RECORD`]): the prefix the entries' user keys share,
+/// once, then each entry's internal key past it.
+pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
+    let p = shared_prefix_len(entries);
+    let prefix = entries.first().map_or(&[][..], |e| &e.ikey[..p]);
+    let entry_bytes: usize = entries.iter().map(|e| e.encoded_len_past(p)).sum();
+    let mut out = Vec::with_capacity(PREFIX_LEAF_HEADER_BYTES + p + entry_bytes);
+    put_varint32(&mut out, entries.len() as u32);
+    put_u64(&mut out, stored_end(entries));
+    put_varint32(&mut out, p as u32);
+    out.extend_from_slice(prefix);
+    for e in entries {
+        let rest = &e.ikey[p..];
+        put_varint32(&mut out, rest.len() as u32);
+        out.extend_from_slice(rest);
+        put_value(&mut out, &e.value);
     }
     out
 }
@@ -522,8 +702,11 @@ impl<'a> Cur<'a> {
 
 /// Decodes a node payload of record type `rtype`; `None` if malformed.
 pub fn decode_node(rtype: u8, payload: Bytes) -> Option<Node> {
-    if rtype == LEAF_RECORD || rtype == COMPACT_LEAF_RECORD {
-        return Leaf::decode(payload, rtype == COMPACT_LEAF_RECORD).map(Node::Leaf);
+    if matches!(
+        rtype,
+        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD
+    ) {
+        return Leaf::decode(payload, rtype).map(Node::Leaf);
     }
     if rtype != INTERNAL_RECORD {
         return None;
@@ -570,8 +753,8 @@ pub fn read_record(
 }
 
 /// [`read_record`] as shared bytes (a view of the file's map when it is mapped: no copy), and
-/// the record's stored type (a leaf's may be either leaf type).
-fn read_record_bytes(
+/// the record's stored type (a leaf's may be any leaf type).
+pub fn read_record_bytes(
     file: &dyn RandomAccessFile,
     path: &Path,
     extent: u64,
@@ -613,7 +796,8 @@ fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool
         (Some(p), Some([t, c @ ..])) => (p, *t, get_u32(c).unwrap_or_default()),
         _ => return Err(Error::corruption(path, handle.offset, "short record read")),
     };
-    let leaf_types = rtype == LEAF_RECORD && stored_type == COMPACT_LEAF_RECORD;
+    let leaf_types =
+        rtype == LEAF_RECORD && matches!(stored_type, COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD);
     if stored_type != rtype && !leaf_types {
         return Err(Error::corruption(
             path,
@@ -638,7 +822,7 @@ fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool
 pub fn record_name(rtype: u8) -> &'static str {
     match rtype {
         VALUE_RECORD => "value",
-        LEAF_RECORD | COMPACT_LEAF_RECORD => "leaf node",
+        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD => "leaf node",
         INTERNAL_RECORD => "internal node",
         FILTER_RECORD => "filter",
         _ => "record",
@@ -707,6 +891,20 @@ mod tests {
         out
     }
 
+    /// Encodes a compact leaf payload with whole keys ([`COMPACT_LEAF_RECORD`], written on
+    /// 2026-11-27), so tests can check that such leaves still read.
+    fn encode_compact_leaf(entries: &[LeafEntry]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint32(&mut out, entries.len() as u32);
+        put_u64(&mut out, stored_end(entries));
+        for e in entries {
+            put_varint32(&mut out, e.ikey.len() as u32);
+            out.extend_from_slice(&e.ikey);
+            put_value(&mut out, &e.value);
+        }
+        out
+    }
+
     fn entries() -> Vec<LeafEntry> {
         vec![
             LeafEntry {
@@ -745,11 +943,10 @@ mod tests {
 
     #[test]
     fn compact_leaves_round_trip_and_fixed_width_leaves_still_read() {
-        let compact = encode_leaf(&entries());
+        let compact = encode_compact_leaf(&entries());
         assert_eq!(
             compact.len(),
             1 + 8 + entries().iter().map(LeafEntry::encoded_len).sum::<usize>(),
-            "encoded_len is what the packer counts"
         );
         let fixed = encode_fixed_leaf(&entries());
         assert!(
@@ -773,6 +970,79 @@ mod tests {
         }
     }
 
+    /// Entries whose user keys share `shared` (plus one entry whose user key is `shared`
+    /// itself, so its key past the prefix is only its trailer).
+    fn prefixed(shared: &[u8]) -> Vec<LeafEntry> {
+        let mut out = vec![LeafEntry {
+            ikey: [shared, &[1, 0, 0, 0, 0, 0, 0, 0][..]].concat(),
+            value: ValueRef::Inline(b"bare".to_vec()),
+        }];
+        out.extend(entries().into_iter().map(|e| LeafEntry {
+            ikey: [shared, &e.ikey[..]].concat(),
+            value: e.value,
+        }));
+        out
+    }
+
+    #[test]
+    fn prefix_leaves_store_the_shared_prefix_once_and_read_back_whole_keys() {
+        let es = prefixed(b"user:0000");
+        assert_eq!(shared_prefix_len(&es), 9);
+        let payload = encode_leaf(&es);
+        assert_eq!(
+            payload.len(),
+            1 + 8 + 1 + 9 + es.iter().map(|e| e.encoded_len_past(9)).sum::<usize>(),
+            "what the packer counts"
+        );
+        let whole = encode_compact_leaf(&es);
+        assert_eq!(payload.len() + 9 * (es.len() - 1) - 1, whole.len());
+        let Some(Node::Leaf(leaf)) = decode_node(PREFIX_LEAF_RECORD, Bytes::from(payload.clone()))
+        else {
+            panic!("not a prefix leaf");
+        };
+        assert_eq!(leaf.entries().collect::<Vec<_>>(), es);
+        assert_eq!(
+            leaf.logical_len(),
+            es.iter().map(LeafEntry::logical_len).sum()
+        );
+        let mut buf = vec![7; 3];
+        for (i, e) in es.iter().enumerate() {
+            assert_eq!(leaf.with_ikey(i, <[u8]>::to_vec), e.ikey);
+            leaf.ikey_into(i, &mut buf);
+            assert_eq!(buf, e.ikey);
+            let (p, rest) = leaf.ikey_parts(i);
+            assert_eq!((p, rest), (&e.ikey[..9], &e.ikey[9..]));
+            // The search sees whole keys: each key is found at its own index.
+            assert_eq!(leaf.partition_point(|k| k < &e.ikey[..]), i);
+        }
+        assert_eq!(leaf.ikey_vec(es.len()), b"");
+        // Leaves of keys sharing nothing, or too long for the stack buffer, read back too.
+        let long = prefixed(&[b'k'; 200]);
+        for es in [entries(), long] {
+            let payload = Bytes::from(encode_leaf(&es));
+            let Some(Node::Leaf(leaf)) = decode_node(PREFIX_LEAF_RECORD, payload) else {
+                panic!("not a prefix leaf");
+            };
+            assert_eq!(leaf.entries().collect::<Vec<_>>(), es);
+            let last = es.len() - 1;
+            assert_eq!(leaf.with_ikey(last, <[u8]>::to_vec), es[last].ikey);
+        }
+        // Truncated, or with a key shorter than a trailer past the prefix: refused.
+        for cut in 0..payload.len() {
+            let short = Bytes::from(payload[..cut].to_vec());
+            assert!(
+                decode_node(PREFIX_LEAF_RECORD, short).is_none(),
+                "cut at {cut}"
+            );
+        }
+        let mut bad = payload;
+        let first_entry = 1 + 8 + 1 + 9;
+        assert_eq!(bad[first_entry], 8);
+        bad[first_entry] = 7;
+        bad.remove(first_entry + 1);
+        assert!(decode_node(PREFIX_LEAF_RECORD, Bytes::from(bad)).is_none());
+    }
+
     #[test]
     fn leaves_past_64_kib_keep_wide_entry_offsets_and_read_back() {
         // Entries starting past 64 KiB need four-byte offsets; a leaf of small entries is
@@ -785,20 +1055,20 @@ mod tests {
             .collect();
         let payload = encode_leaf(&big);
         assert!(payload.len() > 1 << 16);
-        let Some(Node::Leaf(wide)) = decode_node(COMPACT_LEAF_RECORD, Bytes::from(payload)) else {
+        let Some(Node::Leaf(wide)) = decode_node(PREFIX_LEAF_RECORD, Bytes::from(payload)) else {
             panic!("not a leaf");
         };
         assert!(matches!(wide.index.starts, EntryStarts::Wide(_)));
         assert_eq!(wide.entries().collect::<Vec<_>>(), big);
         let Some(Node::Leaf(narrow)) =
-            decode_node(COMPACT_LEAF_RECORD, Bytes::from(encode_leaf(&big[..1])))
+            decode_node(PREFIX_LEAF_RECORD, Bytes::from(encode_leaf(&big[..1])))
         else {
             panic!("not a leaf");
         };
         assert!(matches!(narrow.index.starts, EntryStarts::Narrow(_)));
         assert_eq!(narrow.entries().collect::<Vec<_>>(), big[..1]);
         // Past the last entry: an empty key and value, never a panic.
-        assert_eq!(wide.ikey(4), b"");
+        assert_eq!(wide.ikey_vec(4), b"");
         assert_eq!(wide.value(4), ValueSlot::Inline(&[]));
         let per_entry = |l: &Leaf| l.index.starts.bytes() / l.len();
         assert_eq!((per_entry(&narrow), per_entry(&wide)), (2, 4));

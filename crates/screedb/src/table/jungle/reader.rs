@@ -7,11 +7,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::commit::{read_commit_at, read_commit_ending_at};
 use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
     FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
+    read_record_bytes,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
@@ -335,6 +338,41 @@ impl TreeReader {
         )
     }
 
+    /// Entry `i`'s value as shared bytes: a view of the leaf, or of the value record in the
+    /// file's map when the file is mapped, so an iterator stepping over entries copies nothing.
+    /// A value record read through the map has its checksum checked once while its leaf stays
+    /// cached (`Leaf::set_value_checked`), as a table block used in place is.
+    pub(super) fn resolve_shared(&self, leaf: &Leaf, i: usize) -> Result<Bytes> {
+        if let Some(v) = leaf.inline_value(i) {
+            return Ok(v);
+        }
+        let ValueSlot::Stored(h) = leaf.value(i) else {
+            return Ok(Bytes::new());
+        };
+        let mapped = self.file.is_mapped();
+        let verify = self.opts.verify_checksums && !(mapped && leaf.value_checked(i));
+        let (bytes, _) = read_record_bytes(
+            &*self.file,
+            &self.path,
+            self.commit.offset,
+            h,
+            VALUE_RECORD,
+            verify,
+        )?;
+        if verify && mapped {
+            leaf.set_value_checked(i);
+        }
+        Ok(bytes)
+    }
+
+    /// Entry `i`'s value, copied (what a get returns).
+    pub(super) fn resolve_entry(&self, leaf: &Leaf, i: usize) -> Result<Vec<u8>> {
+        if self.file.is_mapped() {
+            return self.resolve_shared(leaf, i).map(|b| b.to_vec());
+        }
+        self.resolve(leaf.value(i), false)
+    }
+
     /// The bytes of a leaf entry's value.
     pub(super) fn resolve(&self, value: ValueSlot<'_>, verify: bool) -> Result<Vec<u8>> {
         match value {
@@ -361,7 +399,7 @@ impl TreeReader {
                 let Node::Leaf(l) = &*leaf else {
                     return Ok(None);
                 };
-                Ok(Some((l.ikey(i).to_vec(), self.resolve(l.value(i), false)?)))
+                Ok(Some((l.ikey_vec(i), self.resolve_entry(l, i)?)))
             }
             None => Ok(None),
         }
@@ -495,31 +533,33 @@ impl Verify<'_> {
         let icmp = &t.icmp;
         let node = read_node(&*t.file, &t.path, t.commit.offset, h, height == 1, true)?;
         let (got_first, got_last) = match &node {
-            Node::Leaf(l) if !l.is_empty() => {
-                (Some(l.ikey(0)), Some(l.ikey(l.len().saturating_sub(1))))
-            }
+            Node::Leaf(l) if !l.is_empty() => (
+                Some(l.ikey_vec(0)),
+                Some(l.ikey_vec(l.len().saturating_sub(1))),
+            ),
             Node::Leaf(_) => (None, None),
             Node::Internal(cs) => (
-                cs.first().map(|c| c.first.as_slice()),
-                cs.last().map(|c| c.last.as_slice()),
+                cs.first().map(|c| c.first.clone()),
+                cs.last().map(|c| c.last.clone()),
             ),
         };
-        if got_first != Some(first) || got_last != Some(last) {
+        if got_first.as_deref() != Some(first) || got_last.as_deref() != Some(last) {
             return Err(self.bad(h.offset, "node keys do not match its parent's range".into()));
         }
         match node {
             Node::Leaf(leaf) => {
                 if let Some(prev) = &self.last
-                    && icmp.compare_user(prev, leaf.ikey(0)) != Ordering::Less
+                    && icmp.compare_user(prev, &leaf.ikey_vec(0)) != Ordering::Less
                 {
                     return Err(self.bad(h.offset, "leaf overlaps or splits a user key".into()));
                 }
+                let (mut prev, mut ikey) = (Vec::new(), Vec::new());
                 for i in 0..leaf.len() {
-                    let ikey = leaf.ikey(i);
-                    let Some(pk) = parse_internal_key(ikey) else {
+                    leaf.ikey_into(i, &mut ikey);
+                    let Some(pk) = parse_internal_key(&ikey) else {
                         return Err(self.bad(h.offset, format!("entry {i}: bad internal key")));
                     };
-                    if i > 0 && icmp.compare(leaf.ikey(i - 1), ikey) != Ordering::Less {
+                    if i > 0 && icmp.compare(&prev, &ikey) != Ordering::Less {
                         return Err(self.bad(h.offset, format!("entry {i} out of order")));
                     }
                     let c = &t.commit;
@@ -532,9 +572,10 @@ impl Verify<'_> {
                     let value = leaf.value(i);
                     t.resolve(value, true)?;
                     self.live += ikey.len() as u64 + value.value_len();
+                    std::mem::swap(&mut prev, &mut ikey);
                 }
                 self.entries += leaf.len() as u64;
-                self.last = Some(leaf.ikey(leaf.len().saturating_sub(1)).to_vec());
+                self.last = Some(prev);
             }
             Node::Internal(children) => {
                 for (i, c) in children.iter().enumerate() {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use super::commit::{commit_record_len, encode_commit};
 use super::node::{
-    COMPACT_LEAF_HEADER_BYTES, COMPACT_LEAF_RECORD, Child, FILTER_RECORD, Handle, INTERNAL_RECORD,
-    LeafEntry, RECORD_TRAILER_LEN, VALUE_RECORD, ValueRef, encode_internal, encode_leaf,
-    record_trailer,
+    Child, FILTER_RECORD, Handle, INTERNAL_RECORD, LeafEntry, PREFIX_LEAF_HEADER_BYTES,
+    PREFIX_LEAF_RECORD, RECORD_TRAILER_LEN, VALUE_RECORD, ValueRef, common_prefix_len,
+    encode_internal, encode_leaf, record_trailer,
 };
 use super::{Commit, SegmentStats, TreeIterator, TreeOptions, TreeReader};
 use crate::comparator::InternalKeyComparator;
@@ -124,11 +124,15 @@ impl SegmentWriter<'_> {
 }
 
 /// Cuts a sorted stream of leaf entries into leaves of about `node_bytes`, only between user
-/// keys, and counts what it packed.
+/// keys, and counts what it packed. A leaf's size counts its keys past the prefix their user
+/// keys share (what [`encode_leaf`] stores), so a leaf of keys sharing much holds more.
 pub(super) struct LeafPacker {
     node_bytes: usize,
     leaf: Vec<LeafEntry>,
+    /// Bytes of the leaf's entries with whole keys ([`LeafEntry::encoded_len`]).
     leaf_bytes: usize,
+    /// Bytes the user keys of the leaf's entries share at their start.
+    leaf_prefix: usize,
     group: Vec<LeafEntry>,
     group_bytes: usize,
     out: Vec<Child>,
@@ -143,7 +147,8 @@ impl LeafPacker {
         LeafPacker {
             node_bytes: opts.node_bytes,
             leaf: Vec::new(),
-            leaf_bytes: COMPACT_LEAF_HEADER_BYTES,
+            leaf_bytes: 0,
+            leaf_prefix: 0,
             group: Vec::new(),
             group_bytes: 0,
             out: Vec::new(),
@@ -174,9 +179,31 @@ impl LeafPacker {
     }
 
     fn flush_group(&mut self, w: &mut SegmentWriter<'_>) -> Result<()> {
-        if !self.leaf.is_empty() && self.leaf_bytes + self.group_bytes > self.node_bytes {
-            self.write_leaf(w)?;
-        }
+        // One user key's versions: they share their whole user key.
+        let Some(group_key) = self.group.first().map(|g| key::user_key(&g.ikey)) else {
+            return Ok(());
+        };
+        let whole = group_key.len();
+        let shared = match self.leaf.first() {
+            Some(first) => {
+                let p = (self.leaf_prefix)
+                    .min(common_prefix_len(key::user_key(&first.ikey), group_key));
+                // Every entry's key holds the prefix, so this is at most the whole keys' bytes
+                // (an entry's key-length varint past the prefix is never longer).
+                let n = self.leaf.len() + self.group.len();
+                let bytes = (PREFIX_LEAF_HEADER_BYTES + p + self.leaf_bytes + self.group_bytes)
+                    .saturating_sub(n * p);
+                (bytes <= self.node_bytes).then_some(p)
+            }
+            None => None,
+        };
+        self.leaf_prefix = match shared {
+            Some(p) => p,
+            None => {
+                self.write_leaf(w)?;
+                whole
+            }
+        };
         self.leaf.append(&mut self.group);
         self.leaf_bytes += std::mem::take(&mut self.group_bytes);
         Ok(())
@@ -186,14 +213,14 @@ impl LeafPacker {
         if let (Some(f), Some(l)) = (self.leaf.first(), self.leaf.last()) {
             let child = w.node(
                 &encode_leaf(&self.leaf),
-                COMPACT_LEAF_RECORD,
+                PREFIX_LEAF_RECORD,
                 &f.ikey,
                 &l.ikey,
             )?;
             self.out.push(child);
         }
         self.leaf.clear();
-        self.leaf_bytes = COMPACT_LEAF_HEADER_BYTES;
+        self.leaf_bytes = 0;
         Ok(())
     }
 
