@@ -17,7 +17,7 @@
 //!                    | tag: u8 | ref)*   stored_end: end of the furthest value record referred to
 //!                      tag 0: value_len: varint32 | value (inline)
 //!                      tag 1 | ow - 1 << 2 | sw - 1 << 5: offset (ow bytes) | size (sw bytes)
-//!   type 6 leaf      (prefix, written since 2026-11-28; types 2 and 5 are still read)
+//!   type 6 leaf      (prefix, written since 2026-11-27 after type 5; types 2, 5 still read)
 //!                    count: varint32 | stored_end: u64 | prefix_len: varint32 | prefix
 //!                    | (rest_len: varint32 | internal key past the prefix | tag: u8 | ref)*
 //!                    prefix: the bytes every entry's user key starts with; ref as in type 5

@@ -30,8 +30,8 @@ pub const FILTER_RECORD: u8 = 4;
 /// type [`LEAF_RECORD`], with fixed-width fields, still reads).
 pub const COMPACT_LEAF_RECORD: u8 = 5;
 /// Record type of a prefix leaf: a compact leaf that stores the prefix its entries' user keys
-/// share once and each entry's internal key past it (written since 2026-11-28; leaves of types
-/// [`LEAF_RECORD`] and [`COMPACT_LEAF_RECORD`] still read).
+/// share once and each entry's internal key past it (written since 2026-11-27, after type 5;
+/// leaves of types [`LEAF_RECORD`] and [`COMPACT_LEAF_RECORD`] still read).
 pub const PREFIX_LEAF_RECORD: u8 = 6;
 
 /// Bytes of a prefix leaf's header at most, its prefix not counted: the entry count (a
