@@ -28,6 +28,7 @@ mod builder;
 mod cache;
 #[cfg(test)]
 mod cache_tests;
+mod checked_once;
 mod compression;
 #[cfg(test)]
 mod conformance_tests;

@@ -18,7 +18,6 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -28,6 +27,7 @@ use crate::key;
 
 use super::block::{Block, BlockIter};
 use super::cache::BlockCache;
+use super::checked_once::CheckedOnce;
 use super::filter::BloomFilter;
 use super::filter_policy::{CUSTOM_FILTER_PREFIX, FilterPolicy};
 use super::format::{
@@ -80,29 +80,7 @@ pub struct Table {
 /// are verified); later reads use it without looking at the trailer. Empty (no block is ever
 /// known) unless the file is mapped and the index has one entry per restart point, so that an
 /// index iterator's restart point is that position.
-struct PlainBlocks(Box<[AtomicU64]>);
-
-impl PlainBlocks {
-    fn new(blocks: usize) -> Self {
-        PlainBlocks(
-            (0..blocks.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-        )
-    }
-
-    fn contains(&self, block: usize) -> bool {
-        self.0
-            .get(block / 64)
-            .is_some_and(|w| w.load(AtomicOrdering::Relaxed) & (1 << (block % 64)) != 0)
-    }
-
-    fn insert(&self, block: usize) {
-        if let Some(w) = self.0.get(block / 64) {
-            w.fetch_or(1 << (block % 64), AtomicOrdering::Relaxed);
-        }
-    }
-}
+type PlainBlocks = CheckedOnce;
 
 impl fmt::Debug for Table {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
@@ -13,6 +12,7 @@ use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key;
+use crate::table::checked_once::CheckedOnce;
 
 /// Bytes after every record's payload: type byte and masked CRC32C.
 pub const RECORD_TRAILER_LEN: usize = 5;
@@ -222,27 +222,22 @@ pub struct LeafIndex {
 impl LeafIndex {
     /// Bytes it holds in memory (what a cache charges for it).
     pub fn charge(&self) -> u64 {
-        // Each Arc's two counts come with its slice.
-        (size_of::<LeafIndex>() + 32 + self.starts.bytes() + size_of_val(&*self.checked.0)) as u64
+        // Besides the slices: two Arcs' counts (16 bytes each) and the bits' box (16).
+        (size_of::<LeafIndex>() + 48 + self.starts.bytes() + self.checked.0.bytes()) as u64
     }
 }
 
 /// One bit per entry of a leaf, set once the value record the entry refers to was read from
 /// a mapped file with its checksum checked: later reads of it through a map skip the check, as
-/// a sorted table's blocks used in place are checked once (table/reader.rs): the mapped bytes
-/// of an immutable file are the ones checked, unless the device hands back other bytes for a
-/// page the kernel evicted and reads again. A cached leaf index carries the bits, so they last
-/// as long as it stays cached; a leaf read again starts with none.
+/// a sorted table's blocks used in place are checked once ([`CheckedOnce`]). A cached leaf
+/// index carries the bits, so they last as long as it stays cached; a leaf read again starts
+/// with none.
 #[derive(Debug, Clone)]
-struct CheckedValues(Arc<[AtomicU64]>);
+struct CheckedValues(Arc<CheckedOnce>);
 
 impl CheckedValues {
     fn new(entries: usize) -> CheckedValues {
-        CheckedValues(
-            (0..entries.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-        )
+        CheckedValues(Arc::new(CheckedOnce::new(entries)))
     }
 }
 
@@ -465,15 +460,12 @@ impl Leaf {
     /// Whether entry `i`'s value record was read from a mapped file and checked before
     /// ([`Leaf::set_value_checked`]).
     pub fn value_checked(&self, i: usize) -> bool {
-        let word = self.index.checked.0.get(i / 64);
-        word.is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+        self.index.checked.0.contains(i)
     }
 
     /// Records that entry `i`'s value record was read from a mapped file and its checksum held.
     pub fn set_value_checked(&self, i: usize) {
-        if let Some(w) = self.index.checked.0.get(i / 64) {
-            w.fetch_or(1 << (i % 64), Ordering::Relaxed);
-        }
+        self.index.checked.0.insert(i);
     }
 
     /// Entry `i`'s inline value as a view of the leaf's bytes (no copy); `None` if the value
