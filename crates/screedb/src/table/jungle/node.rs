@@ -760,6 +760,20 @@ pub fn read_record_bytes(
     Ok((buf.slice(..size), stored))
 }
 
+/// The payload of the record at `handle` (which must end at or below `extent`), of type
+/// `rtype`, already read and checked once: its trailer is not read again, so a reader touches
+/// only the bytes it uses.
+pub fn read_checked_payload(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    extent: u64,
+    handle: Handle,
+    rtype: u8,
+) -> Result<Bytes> {
+    let size = record_len(path, extent, handle, rtype)?;
+    file.read_bytes(handle.offset, size)
+}
+
 /// The payload length of the record at `handle`, which must end at or below `extent`.
 fn record_len(path: &Path, extent: u64, handle: Handle, rtype: u8) -> Result<usize> {
     match handle

@@ -13,8 +13,8 @@ use super::commit::{read_commit_at, read_commit_ending_at};
 use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
-    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_node, read_record,
-    read_record_bytes,
+    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_checked_payload,
+    read_node, read_record, read_record_bytes,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
@@ -350,7 +350,13 @@ impl TreeReader {
             return Ok(Bytes::new());
         };
         let mapped = self.file.is_mapped();
-        let verify = self.opts.verify_checksums && !(mapped && leaf.value_checked(i));
+        if mapped && leaf.value_checked(i) {
+            // Its type and checksum held when it was first read: its trailer, on another cache
+            // line than the bytes the caller uses, is not read again.
+            let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
+            return read_checked_payload(file, path, extent, h, VALUE_RECORD);
+        }
+        let verify = self.opts.verify_checksums;
         let (bytes, _) = read_record_bytes(
             &*self.file,
             &self.path,
