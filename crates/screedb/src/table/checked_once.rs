@@ -5,12 +5,13 @@
 //! kernel evicted and reads again. (LevelDB's mmap reads check a block only when asked to;
 //! RocksDB checks a block when it enters the block cache, not on each use.)
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A fixed number of bits (the items asked for, rounded up to a multiple of 64), all clear at
-/// first, set concurrently without locks.
-#[derive(Debug)]
-pub(crate) struct CheckedOnce(Box<[AtomicU64]>);
+/// first, set concurrently without locks. Clones share the bits.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckedOnce(Arc<[AtomicU64]>);
 
 impl CheckedOnce {
     /// Bits for `items` items (none known yet).
@@ -32,9 +33,9 @@ impl CheckedOnce {
         }
     }
 
-    /// Bytes of the bits.
+    /// Bytes of the bits and their shared allocation's two counts.
     pub(crate) fn bytes(&self) -> usize {
-        size_of_val(&*self.0)
+        size_of_val(&*self.0) + 16
     }
 }
 
@@ -45,7 +46,7 @@ mod tests {
     #[test]
     fn bits_are_set_one_by_one_and_nothing_past_them() {
         let c = CheckedOnce::new(130);
-        assert_eq!(c.bytes(), 3 * 8);
+        assert_eq!(c.bytes(), 3 * 8 + 16);
         for i in [0, 63, 64, 129] {
             assert!(!c.contains(i));
             c.insert(i);
@@ -54,6 +55,9 @@ mod tests {
         assert!(!c.contains(1) && !c.contains(65) && !c.contains(128));
         c.insert(192);
         assert!(!c.contains(192));
-        assert_eq!(CheckedOnce::new(0).bytes(), 0);
+        assert_eq!(CheckedOnce::new(0).bytes(), 16);
+        let shared = c.clone();
+        shared.insert(5);
+        assert!(c.contains(5), "clones share the bits");
     }
 }

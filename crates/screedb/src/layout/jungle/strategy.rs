@@ -58,7 +58,8 @@ fn guard_bits_for(target: u64, bytes: u64, entries: u64) -> u32 {
 
 /// Bytes of leaf entry, value record and filter that a tree spends per entry beyond its key
 /// and value, rounded up: about 25 for values stored apart in fixed-width leaves, about 15 in
-/// compact ones (kept at 32, so the rewrite threshold did not move with the leaf format).
+/// compact ones and less in prefix leaves (kept at 32, so the rewrite threshold did not move
+/// with the leaf format).
 const ENTRY_OVERHEAD: u64 = 32;
 
 /// Bytes a tree spends once: the root, the commit record, the filter's header.

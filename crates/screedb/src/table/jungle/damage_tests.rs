@@ -243,12 +243,14 @@ fn a_value_flipped_under_a_map_is_reported_on_every_read() {
     let path = dir.path().join("000009.sst");
     let fs = OsFs;
     let opts = small_opts();
-    let mut m = super::tests::Model::new();
-    for i in 0..50u32 {
-        let ikey = ik(format!("key{i:03}").as_bytes(), 1, ValueKind::Value);
-        super::tests::model_insert(&mut m, ikey, vec![b'v'; 40]);
-    }
-    let all = super::tests::entries(&m);
+    let all: Vec<(Vec<u8>, Vec<u8>)> = (0..50u32)
+        .map(|i| {
+            (
+                ik(format!("key{i:03}").as_bytes(), 1, ValueKind::Value),
+                vec![b'v'; 40],
+            )
+        })
+        .collect();
     let c = write_tree(
         &opts,
         &icmp(),

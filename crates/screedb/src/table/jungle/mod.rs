@@ -12,12 +12,12 @@
 //!                                  | offset: u64 | size: u32)*   (a child's key range, node)
 //!   type 4 filter    the Bloom filter of filter.rs (blocked layout) over every user key of the
 //!                    tree as of this commit
-//!   type 5 leaf      (compact, written since 2026-11-27; type 2 is still read)
+//!   type 5 leaf      (compact, written on 2026-11-27 before type 6; still read)
 //!                    count: varint32 | stored_end: u64 | (key_len: varint32 | internal key
 //!                    | tag: u8 | ref)*   stored_end: end of the furthest value record referred to
 //!                      tag 0: value_len: varint32 | value (inline)
 //!                      tag 1 | ow - 1 << 2 | sw - 1 << 5: offset (ow bytes) | size (sw bytes)
-//!   type 6 leaf      (prefix, written since 2026-11-27 after type 5; types 2, 5 still read)
+//!   type 6 leaf      (prefix, written since 2026-11-27; types 2 and 5 still read)
 //!                    count: varint32 | stored_end: u64 | prefix_len: varint32 | prefix
 //!                    | (rest_len: varint32 | internal key past the prefix | tag: u8 | ref)*
 //!                    prefix: the bytes every entry's user key starts with; ref as in type 5
@@ -29,10 +29,10 @@
 //!              | smallest key | largest key
 //! ```
 //!
-//! All integers are little-endian and fixed-width except in compact and prefix leaves; handles name a
-//! record's payload (offset, size), the trailer follows it. A reader is pinned to one commit by its extent: the file length at that
-//! commit, whose last 16 bytes are the commit's tail. Invariants the writer keeps and
-//! [`TreeReader::verify`] checks: every leaf is at depth `height`; an internal node's children
+//! All integers are little-endian and fixed-width except in compact and prefix leaves;
+//! handles name a record's payload (offset, size), the trailer follows it. A reader is pinned
+//! to one commit by its extent: the file length at that commit, whose last 16 bytes are the
+//! commit's tail. Invariants the writer keeps and [`TreeReader::verify`] checks: every leaf is at depth `height`; an internal node's children
 //! have ascending, disjoint key ranges, each the exact first and last key of the child's subtree;
 //! all versions of one user key are in one leaf (leaves are cut only between user keys), so an
 //! append merges every version of each key it touches and the caller's survivor rule (see

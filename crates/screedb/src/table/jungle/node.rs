@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::checksum;
-use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32};
+use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint32, varint_len};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key;
@@ -110,11 +110,6 @@ pub struct LeafEntry {
     pub ikey: Vec<u8>,
     /// The value.
     pub value: ValueRef,
-}
-
-/// Bytes `v` takes as a varint.
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 impl LeafEntry {
@@ -222,8 +217,8 @@ pub struct LeafIndex {
 impl LeafIndex {
     /// Bytes it holds in memory (what a cache charges for it).
     pub fn charge(&self) -> u64 {
-        // Besides the slices: two Arcs' counts (16 bytes each) and the bits' box (16).
-        (size_of::<LeafIndex>() + 48 + self.starts.bytes() + self.checked.0.bytes()) as u64
+        // The offsets' Arc has two counts besides its slice (16 bytes).
+        (size_of::<LeafIndex>() + 16 + self.starts.bytes() + self.checked.0.bytes()) as u64
     }
 }
 
@@ -233,13 +228,7 @@ impl LeafIndex {
 /// index carries the bits, so they last as long as it stays cached; a leaf read again starts
 /// with none.
 #[derive(Debug, Clone)]
-struct CheckedValues(Arc<CheckedOnce>);
-
-impl CheckedValues {
-    fn new(entries: usize) -> CheckedValues {
-        CheckedValues(Arc::new(CheckedOnce::new(entries)))
-    }
-}
+struct CheckedValues(CheckedOnce);
 
 /// What is known about the bytes, not the bytes: two indexes of one leaf are equal whatever
 /// each has checked so far.
@@ -341,7 +330,7 @@ impl Leaf {
         c.0.is_empty().then_some(Leaf {
             payload,
             index: LeafIndex {
-                checked: CheckedValues::new(starts.len()),
+                checked: CheckedValues(CheckedOnce::new(starts.len())),
                 starts: EntryStarts::new(&starts, payload_len),
                 prefix,
                 stored_end,
@@ -397,7 +386,7 @@ impl Leaf {
     /// Entry `i`'s internal key in two parts, the leaf's prefix and the rest (both empty past
     /// the end).
     #[inline]
-    pub fn ikey_parts(&self, i: usize) -> (&[u8], &[u8]) {
+    fn ikey_parts(&self, i: usize) -> (&[u8], &[u8]) {
         match self.split_entry(i) {
             Some((rest, _)) => (self.prefix(), rest),
             None => (&[], &[]),
@@ -468,18 +457,16 @@ impl Leaf {
         self.index.checked.0.insert(i);
     }
 
-    /// Entry `i`'s inline value as a view of the leaf's bytes (no copy); `None` if the value
-    /// is stored apart (or `i` is past the end).
-    pub fn inline_value(&self, i: usize) -> Option<Bytes> {
-        let ValueSlot::Inline(v) = self.value(i) else {
-            return None;
-        };
-        // `value` hands out slices of the payload (or an empty one past the end).
-        let at = (v.as_ptr() as usize).checked_sub(self.payload.as_ptr() as usize);
-        Some(match at {
-            Some(at) if at + v.len() <= self.payload.len() => self.payload.slice(at..at + v.len()),
+    /// `part` (an inline value [`Leaf::value`] handed out) as a view of the leaf's bytes, no
+    /// copy; empty if it does not lie in them (the empty value past the end).
+    pub fn view(&self, part: &[u8]) -> Bytes {
+        let at = (part.as_ptr() as usize).checked_sub(self.payload.as_ptr() as usize);
+        match at {
+            Some(at) if at + part.len() <= self.payload.len() => {
+                self.payload.slice(at..at + part.len())
+            }
             _ => Bytes::new(),
-        })
+        }
     }
 
     /// Entry `i`, copied (for the write path, which merges entries into new leaves).
@@ -871,7 +858,6 @@ pub fn read_node(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coding::put_varint64;
 
     /// Encodes a leaf payload with fixed-width fields ([`LEAF_RECORD`], the format before
     /// 2026-11-27), so tests can check that such leaves still read.
@@ -1106,23 +1092,5 @@ mod tests {
             "bit 7 is not a width"
         );
         assert_eq!(reference_widths(2), None);
-    }
-
-    #[test]
-    fn varint_len_matches_the_encoder() {
-        for v in [
-            0u64,
-            1,
-            127,
-            128,
-            16_383,
-            16_384,
-            u64::from(u32::MAX),
-            u64::MAX,
-        ] {
-            let mut out = Vec::new();
-            put_varint64(&mut out, v);
-            assert_eq!(varint_len(v), out.len(), "{v}");
-        }
     }
 }

@@ -343,11 +343,9 @@ impl TreeReader {
     /// A value record read through the map has its checksum checked once while its leaf stays
     /// cached (`Leaf::set_value_checked`), as a table block used in place is.
     pub(super) fn resolve_shared(&self, leaf: &Leaf, i: usize) -> Result<Bytes> {
-        if let Some(v) = leaf.inline_value(i) {
-            return Ok(v);
-        }
-        let ValueSlot::Stored(h) = leaf.value(i) else {
-            return Ok(Bytes::new());
+        let h = match leaf.value(i) {
+            ValueSlot::Inline(v) => return Ok(leaf.view(v)),
+            ValueSlot::Stored(h) => h,
         };
         let mapped = self.file.is_mapped();
         if mapped && leaf.value_checked(i) {

@@ -186,7 +186,8 @@ impl LeafPacker {
         let whole = group_key.len();
         let shared = match self.leaf.first() {
             Some(first) => {
-                let p = (self.leaf_prefix)
+                let p = self
+                    .leaf_prefix
                     .min(common_prefix_len(key::user_key(&first.ikey), group_key));
                 // Every entry's key holds the prefix, so this is at most the whole keys' bytes
                 // (an entry's key-length varint past the prefix is never longer).
