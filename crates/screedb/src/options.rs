@@ -461,6 +461,7 @@ impl Options {
                 Layout::Jungle(jungle) => TreeOptions {
                     node_bytes: jungle.node_bytes,
                     inline_value_max: jungle.inline_value_max,
+                    compression: self.compression,
                     bloom_bits_per_key: self.bloom_bits_per_key,
                     verify_checksums: self.verify_checksums,
                 },

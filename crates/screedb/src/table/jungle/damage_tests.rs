@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::node::Node;
+use super::node::{LZ4_VALUE_RECORD, Node, RECORD_TRAILER_LEN, record_trailer};
 use super::tests::{icmp, ik, keep_all, ok_iter, open, overwritten_tree, scan, small_opts};
 use super::*;
 use crate::error::Error;
@@ -238,11 +238,20 @@ fn internal_nodes_are_read_and_checked_when_the_reader_opens() {
 /// around it still read.
 #[test]
 fn a_value_flipped_under_a_map_is_reported_on_every_read() {
+    for compression in [CompressionType::None, CompressionType::Lz4] {
+        value_flipped_under_a_map(compression);
+    }
+}
+
+fn value_flipped_under_a_map(compression: CompressionType) {
     use crate::fs::OsFs;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("000009.sst");
     let fs = OsFs;
-    let opts = small_opts();
+    let opts = TreeOptions {
+        compression,
+        ..small_opts()
+    };
     let all: Vec<(Vec<u8>, Vec<u8>)> = (0..50u32)
         .map(|i| {
             (
@@ -279,6 +288,51 @@ fn a_value_flipped_under_a_map_is_reported_on_every_read() {
         assert!(scan(&t).is_err());
         for (ikey, v) in &all[1..] {
             assert_eq!(t.get(ikey).unwrap(), Some((ikey.clone(), v.clone())));
+        }
+    }
+}
+
+#[test]
+fn a_compressed_value_that_does_not_decompress_is_corruption_not_data() {
+    // A crafted file: the record's checksum holds, its LZ4 bytes claim a length they do not
+    // decode to. Every read path reports it, naming the file and the record.
+    let fs = MemFs::new();
+    let path = PathBuf::from("/crafted");
+    let opts = small_opts();
+    let user = b"key".to_vec();
+    let value = vec![b'z'; 1000];
+    let c = write_tree(
+        &opts,
+        &icmp(),
+        fs.create(&path).unwrap(),
+        &path,
+        ok_iter(vec![(ik(&user, 1, ValueKind::Value), value.clone())]),
+    )
+    .unwrap();
+    let good = read_all(&fs, &path).unwrap();
+    // The segment starts with the value record: `uncompressed_len: u32 | LZ4 block`.
+    let size = c.segment.value_bytes as usize - RECORD_TRAILER_LEN;
+    assert!(size < 100, "the value was compressed ({size} bytes)");
+    assert_eq!(good[size], LZ4_VALUE_RECORD);
+    let mut bad = good.clone();
+    bad[..4].copy_from_slice(&999u32.to_le_bytes());
+    let trailer = record_trailer(&bad[..size], LZ4_VALUE_RECORD);
+    bad[size..size + RECORD_TRAILER_LEN].copy_from_slice(&trailer);
+    let fs = MemFs::new();
+    fs.create(&path).unwrap().append(&bad).unwrap();
+    let t = open(&fs, &path, c.len, &opts).unwrap();
+    let errors = [
+        t.get(&ik(&user, 1, ValueKind::Value)).unwrap_err(),
+        scan(&t).unwrap_err(),
+        t.verify().unwrap_err(),
+    ];
+    for e in errors {
+        match &e {
+            Error::Corruption { file, offset, .. } => {
+                assert_eq!((file, *offset), (&path, 0));
+                assert!(e.to_string().contains("does not decompress"), "{e}");
+            }
+            other => panic!("not a corruption: {other}"),
         }
     }
 }

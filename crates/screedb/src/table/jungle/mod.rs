@@ -20,7 +20,10 @@
 //!   type 6 leaf      (prefix, written since 2026-11-27; types 2 and 5 still read)
 //!                    count: varint32 | stored_end: u64 | prefix_len: varint32 | prefix
 //!                    | (rest_len: varint32 | internal key past the prefix | tag: u8 | ref)*
-//!                    prefix: the bytes every entry's user key starts with; ref as in type 5
+//!                    prefix: the bytes every entry's user key starts with; ref as in type 5,
+//!                    or tag 2 | ow - 1 << 2 | sw - 1 << 5 for a type 7 record (since 2026-11-27)
+//!   type 7 value     LZ4-compressed (since 2026-11-27): uncompressed_len: u32 | LZ4 block, as
+//!                    a table block of compression type 1; written where it saves an eighth
 //! commit    := body | body_len: u32 | magic: u64 | masked crc32c: u32 (of everything before)
 //!   body    := root: u64 | root_size: u32 | height: u32 | live_bytes: u64 | total_bytes: u64
 //!              | entries: u64 | smallest_seq: u64 | largest_seq: u64 | prev: u64 (MAX: none)
@@ -45,8 +48,9 @@
 //! keys plus the batch's) once the keys pass its capacity. Keys dropped since stay in it (false
 //! positives) until a rewrite.
 //!
-//! Accounting: `live_bytes` is the sum of key + value lengths of the entries the tree holds;
-//! `total_bytes` is the file length at the commit; `total_bytes / live_bytes` is the space ratio
+//! Accounting: `live_bytes` is the sum of the key lengths and stored value lengths (a value
+//! record's payload, compressed where it is) of the entries the tree holds, what a fresh copy
+//! of them takes; `total_bytes` is the file length at the commit; `total_bytes / live_bytes` is the space ratio
 //! a layout compares with its factor C. The sequence range covers every entry (it may be wider
 //! than needed after entries are dropped).
 
@@ -73,6 +77,8 @@ pub use node::Handle as TreeHandle;
 pub use reader::{NodeCache, TreeReader};
 pub use writer::{KeepFn, rewrite_tree, write_tree};
 
+use crate::table::CompressionType;
+
 /// Magic number near the end of every commit record: the first 8 bytes of SHA-256("screedb
 /// jungle tree") (`ca332c41b1a9b53e...`) read as a big-endian integer; stored little-endian like
 /// every field. Distinct from the sorted table's `TABLE_MAGIC`. Written to disk: never change it.
@@ -86,6 +92,9 @@ pub struct TreeOptions {
     /// Values up to this length are stored in their leaf; longer ones in value records.
     /// Default: 64.
     pub inline_value_max: usize,
+    /// How value records are compressed (`Options::compression`): a value is stored compressed
+    /// when that saves at least an eighth of it, as a table block is. Default: LZ4.
+    pub compression: CompressionType,
     /// Bloom filter bits per distinct user key; 0 writes no filter. Default: 10.
     pub bloom_bits_per_key: u32,
     /// Verify the checksum of every node and value read. The commit and the filter are always
@@ -98,6 +107,7 @@ impl Default for TreeOptions {
         TreeOptions {
             node_bytes: 4096,
             inline_value_max: 64,
+            compression: CompressionType::Lz4,
             bloom_bits_per_key: 10,
             verify_checksums: true,
         }

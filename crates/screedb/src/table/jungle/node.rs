@@ -13,12 +13,16 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key;
 use crate::table::checked_once::CheckedOnce;
+use crate::table::compression::{self, CompressionType};
 
 /// Bytes after every record's payload: type byte and masked CRC32C.
 pub const RECORD_TRAILER_LEN: usize = 5;
 
 /// Record type of a value (written to disk: never change).
 pub const VALUE_RECORD: u8 = 1;
+/// Record type of an LZ4-compressed value: `uncompressed_len: u32 | LZ4 block`, as a table
+/// block of compression type 1 (written since 2026-11-27).
+pub const LZ4_VALUE_RECORD: u8 = 7;
 /// Record type of a leaf node.
 pub const LEAF_RECORD: u8 = 2;
 /// Record type of an internal node.
@@ -45,26 +49,48 @@ const KEY_BUF_BYTES: usize = 128;
 const INLINE: u8 = 0;
 /// Value tag of a leaf entry: the value is a value record elsewhere in the file.
 const REFERENCE: u8 = 1;
+/// Value tag (bits 0-1) of a compact leaf entry: the value is an LZ4-compressed value record
+/// ([`LZ4_VALUE_RECORD`]) elsewhere in the file.
+const LZ4_REFERENCE: u8 = 2;
+
+/// The record type of a value record stored with `compression`.
+pub fn value_record_type(compression: CompressionType) -> u8 {
+    match compression {
+        CompressionType::None => VALUE_RECORD,
+        CompressionType::Lz4 => LZ4_VALUE_RECORD,
+    }
+}
 
 /// Bytes (1 to 8) that hold `v` little-endian with its leading zero bytes dropped.
 fn le_width(v: u64) -> usize {
     (8 - v.leading_zeros() as usize / 8).max(1)
 }
 
-/// The tag of a compact leaf's reference: [`REFERENCE`] in bits 0-1, the offset's width less
-/// one in bits 2-4, the size's width less one in bits 5-6.
-fn reference_tag(h: Handle) -> u8 {
+/// The tag of a compact leaf's reference: [`REFERENCE`] (or [`LZ4_REFERENCE`] for a
+/// compressed record) in bits 0-1, the offset's width less one in bits 2-4, the size's width
+/// less one in bits 5-6.
+fn reference_tag(h: Handle, compression: CompressionType) -> u8 {
     let (ow, sw) = (le_width(h.offset), le_width(u64::from(h.size)));
-    REFERENCE | (((ow - 1) as u8) << 2) | (((sw - 1) as u8) << 5)
+    let kind = match compression {
+        CompressionType::None => REFERENCE,
+        CompressionType::Lz4 => LZ4_REFERENCE,
+    };
+    kind | (((ow - 1) as u8) << 2) | (((sw - 1) as u8) << 5)
 }
 
-/// The offset and size widths a compact reference tag states; `None` if it is malformed.
-fn reference_widths(tag: u8) -> Option<(usize, usize)> {
+/// The offset and size widths a compact reference tag states, and how its record is
+/// compressed; `None` if it is malformed.
+fn reference_widths(tag: u8) -> Option<(usize, usize, CompressionType)> {
     let (ow, sw) = (
         usize::from((tag >> 2) & 7) + 1,
         usize::from((tag >> 5) & 3) + 1,
     );
-    (tag & 0x83 == REFERENCE).then_some((ow, sw))
+    let compression = match tag & 0x83 {
+        REFERENCE => CompressionType::None,
+        LZ4_REFERENCE => CompressionType::Lz4,
+        _ => return None,
+    };
+    Some((ow, sw, compression))
 }
 
 /// Where a record's payload lies: `size` bytes at `offset`, followed by its trailer.
@@ -84,21 +110,24 @@ impl Handle {
     }
 }
 
-/// A leaf entry's value: inline, or a reference to a value record.
+/// A leaf entry's value: inline, or a reference to a value record stored with the compression
+/// it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ValueRef {
     /// The value itself.
     Inline(Vec<u8>),
     /// A value record.
-    Stored(Handle),
+    Stored(Handle, CompressionType),
 }
 
 impl ValueRef {
-    /// Length of the value.
+    /// Bytes the value takes in the file: its length inline, its record's payload (compressed
+    /// where it is) stored. The unit of live bytes, so a tree is rewritten at C times the bytes
+    /// a fresh copy of it takes.
     pub fn value_len(&self) -> u64 {
         match self {
             ValueRef::Inline(v) => v.len() as u64,
-            ValueRef::Stored(h) => u64::from(h.size),
+            ValueRef::Stored(h, _) => u64::from(h.size),
         }
     }
 }
@@ -126,11 +155,12 @@ impl LeafEntry {
             + rest
             + match &self.value {
                 ValueRef::Inline(v) => 1 + varint_len(v.len() as u64) + v.len(),
-                ValueRef::Stored(h) => 1 + le_width(h.offset) + le_width(u64::from(h.size)),
+                ValueRef::Stored(h, _) => 1 + le_width(h.offset) + le_width(u64::from(h.size)),
             }
     }
 
-    /// Logical bytes of the entry (key + value), the unit of live and total bytes.
+    /// Bytes of the entry's key and stored value ([`ValueRef::value_len`]), the unit of live
+    /// bytes.
     pub fn logical_len(&self) -> u64 {
         self.ikey.len() as u64 + self.value.value_len()
     }
@@ -159,16 +189,16 @@ impl Child {
 pub enum ValueSlot<'a> {
     /// The value itself.
     Inline(&'a [u8]),
-    /// A value record.
-    Stored(Handle),
+    /// A value record stored with the compression it names.
+    Stored(Handle, CompressionType),
 }
 
 impl ValueSlot<'_> {
-    /// Length of the value.
+    /// Bytes the value takes in the file ([`ValueRef::value_len`]).
     pub fn value_len(&self) -> u64 {
         match self {
             ValueSlot::Inline(v) => v.len() as u64,
-            ValueSlot::Stored(h) => u64::from(h.size),
+            ValueSlot::Stored(h, _) => u64::from(h.size),
         }
     }
 
@@ -176,7 +206,7 @@ impl ValueSlot<'_> {
     pub fn to_owned(self) -> ValueRef {
         match self {
             ValueSlot::Inline(v) => ValueRef::Inline(v.to_vec()),
-            ValueSlot::Stored(h) => ValueRef::Stored(h),
+            ValueSlot::Stored(h, c) => ValueRef::Stored(h, c),
         }
     }
 }
@@ -320,10 +350,10 @@ impl Leaf {
                     c.take(n)?;
                 }
                 tag if compact => {
-                    let (ow, sw) = reference_widths(tag)?;
+                    let (ow, sw, _) = reference_widths(tag)?;
                     c.take(ow + sw)?;
                 }
-                tag => stored_end = stored_end.max(c.value_handle(false, tag)?.end()),
+                tag => stored_end = stored_end.max(c.value_handle(false, tag)?.0.end()),
             }
         }
         let payload_len = payload.len();
@@ -440,7 +470,9 @@ impl Leaf {
                 .len(compact)
                 .and_then(|n| c.take(usize::try_from(n).ok()?))
                 .map(ValueSlot::Inline),
-            Some(tag) => c.value_handle(compact, tag).map(ValueSlot::Stored),
+            Some(tag) => c
+                .value_handle(compact, tag)
+                .map(|(h, compression)| ValueSlot::Stored(h, compression)),
             None => None,
         };
         slot.unwrap_or(empty)
@@ -538,7 +570,7 @@ pub fn shared_prefix_len(entries: &[LeafEntry]) -> usize {
 /// `stored_end`.
 fn stored_end(entries: &[LeafEntry]) -> u64 {
     let ends = entries.iter().filter_map(|e| match &e.value {
-        ValueRef::Stored(h) => Some(h.end()),
+        ValueRef::Stored(h, _) => Some(h.end()),
         ValueRef::Inline(_) => None,
     });
     ends.max().unwrap_or(0)
@@ -552,10 +584,10 @@ fn put_value(out: &mut Vec<u8>, value: &ValueRef) {
             put_varint32(out, v.len() as u32);
             out.extend_from_slice(v);
         }
-        ValueRef::Stored(h) => {
-            let tag = reference_tag(*h);
+        ValueRef::Stored(h, compression) => {
+            let tag = reference_tag(*h, *compression);
             out.push(tag);
-            let (ow, sw) = reference_widths(tag).unwrap_or((8, 4));
+            let (ow, sw, _) = reference_widths(tag).unwrap_or((8, 4, *compression));
             out.extend_from_slice(&h.offset.to_le_bytes()[..ow]);
             out.extend_from_slice(&h.size.to_le_bytes()[..sw]);
         }
@@ -665,17 +697,19 @@ impl<'a> Cur<'a> {
         self.take(width)?;
         Some(v)
     }
-    /// The value handle after a leaf entry's tag `tag` (anything but [`INLINE`]): in a compact
-    /// leaf, offset and size little-endian in the widths the tag states; else 8 + 4 bytes.
+    /// The value handle after a leaf entry's tag `tag` (anything but [`INLINE`]) and how its
+    /// record is compressed: in a compact leaf, offset and size little-endian in the widths the
+    /// tag states; else 8 + 4 bytes of an uncompressed record.
     #[inline]
-    fn value_handle(&mut self, compact: bool, tag: u8) -> Option<Handle> {
+    fn value_handle(&mut self, compact: bool, tag: u8) -> Option<(Handle, CompressionType)> {
         if !compact {
-            return (tag == REFERENCE).then(|| self.handle()).flatten();
+            let h = (tag == REFERENCE).then(|| self.handle()).flatten()?;
+            return Some((h, CompressionType::None));
         }
-        let (ow, sw) = reference_widths(tag)?;
+        let (ow, sw, compression) = reference_widths(tag)?;
         let offset = self.le(ow)?;
         let size = u32::try_from(self.le(sw)?).ok()?;
-        Some(Handle { offset, size })
+        Some((Handle { offset, size }, compression))
     }
 }
 
@@ -761,6 +795,31 @@ pub fn read_checked_payload(
     file.read_bytes(handle.offset, size)
 }
 
+/// The value a value record's `payload` holds, stored with `compression` (the record at
+/// `handle` of `path`, for the error a payload that does not decompress gets).
+pub fn decompress_value(
+    path: &Path,
+    handle: Handle,
+    compression: CompressionType,
+    payload: Bytes,
+) -> Result<Bytes> {
+    match compression {
+        CompressionType::None => Ok(payload),
+        CompressionType::Lz4 => compression::decompress_lz4(&payload)
+            .map(Bytes::from)
+            .ok_or_else(|| {
+                Error::corruption(
+                    path,
+                    handle.offset,
+                    format!(
+                        "compressed value of {} bytes does not decompress",
+                        handle.size
+                    ),
+                )
+            }),
+    }
+}
+
 /// The payload length of the record at `handle`, which must end at or below `extent`.
 fn record_len(path: &Path, extent: u64, handle: Handle, rtype: u8) -> Result<usize> {
     match handle
@@ -815,6 +874,7 @@ fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool
 pub fn record_name(rtype: u8) -> &'static str {
     match rtype {
         VALUE_RECORD => "value",
+        LZ4_VALUE_RECORD => "compressed value",
         LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD => "leaf node",
         INTERNAL_RECORD => "internal node",
         FILTER_RECORD => "filter",
@@ -873,7 +933,7 @@ mod tests {
                     put_u32(&mut out, v.len() as u32);
                     out.extend_from_slice(v);
                 }
-                ValueRef::Stored(h) => {
+                ValueRef::Stored(h, _) => {
                     out.push(REFERENCE);
                     put_u64(&mut out, h.offset);
                     put_u32(&mut out, h.size);
@@ -905,17 +965,23 @@ mod tests {
             },
             LeafEntry {
                 ikey: b"banana\x01\0\0\0\0\0\0\0".to_vec(),
-                value: ValueRef::Stored(Handle {
-                    offset: 300_000,
-                    size: 1024,
-                }),
+                value: ValueRef::Stored(
+                    Handle {
+                        offset: 300_000,
+                        size: 1024,
+                    },
+                    CompressionType::None,
+                ),
             },
             LeafEntry {
                 ikey: b"cherry\x01\0\0\0\0\0\0\0".to_vec(),
-                value: ValueRef::Stored(Handle {
-                    offset: 1 << 40,
-                    size: 5,
-                }),
+                value: ValueRef::Stored(
+                    Handle {
+                        offset: 1 << 40,
+                        size: 5,
+                    },
+                    CompressionType::None,
+                ),
             },
         ]
     }
@@ -971,7 +1037,11 @@ mod tests {
         }];
         out.extend(entries().into_iter().map(|e| LeafEntry {
             ikey: [shared, &e.ikey[..]].concat(),
-            value: e.value,
+            // Compressed records are referred to by prefix leaves only.
+            value: match e.value {
+                ValueRef::Stored(h, _) if h.size == 5 => ValueRef::Stored(h, CompressionType::Lz4),
+                v => v,
+            },
         }));
         out
     }
@@ -1076,14 +1146,21 @@ mod tests {
             (1 << 40, u32::MAX),
             (u64::MAX, 7),
         ] {
-            let h = Handle { offset, size };
-            let tag = reference_tag(h);
-            let (ow, sw) = reference_widths(tag).unwrap();
-            assert_eq!((ow, sw), (le_width(offset), le_width(u64::from(size))));
-            let mut bytes = vec![];
-            bytes.extend_from_slice(&offset.to_le_bytes()[..ow]);
-            bytes.extend_from_slice(&size.to_le_bytes()[..sw]);
-            assert_eq!(Cur(&bytes).value_handle(true, tag), Some(h));
+            for compression in [CompressionType::None, CompressionType::Lz4] {
+                let h = Handle { offset, size };
+                let tag = reference_tag(h, compression);
+                let (ow, sw, c) = reference_widths(tag).unwrap();
+                assert_eq!(
+                    (ow, sw, c),
+                    (le_width(offset), le_width(u64::from(size)), compression)
+                );
+                let mut bytes = vec![];
+                bytes.extend_from_slice(&offset.to_le_bytes()[..ow]);
+                bytes.extend_from_slice(&size.to_le_bytes()[..sw]);
+                assert_eq!(Cur(&bytes).value_handle(true, tag), Some((h, compression)));
+                // A fixed-width leaf (type 2) has no compressed references.
+                assert_eq!(Cur(&[0; 12]).value_handle(false, tag).is_some(), tag == 1);
+            }
         }
         assert_eq!(reference_widths(INLINE), None);
         assert_eq!(
@@ -1091,6 +1168,6 @@ mod tests {
             None,
             "bit 7 is not a width"
         );
-        assert_eq!(reference_widths(2), None);
+        assert_eq!(reference_widths(3), None, "kind 3 is not a reference");
     }
 }

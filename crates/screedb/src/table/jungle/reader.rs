@@ -13,15 +13,15 @@ use super::commit::{read_commit_at, read_commit_ending_at};
 use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
-    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, VALUE_RECORD, ValueSlot, read_checked_payload,
-    read_node, read_record, read_record_bytes,
+    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, ValueSlot, decompress_value,
+    read_checked_payload, read_node, read_record, read_record_bytes, value_record_type,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key::parse_internal_key;
-use crate::table::BloomFilter;
+use crate::table::{BloomFilter, CompressionType};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
@@ -342,37 +342,34 @@ impl TreeReader {
     /// file's map when the file is mapped, so an iterator stepping over entries copies nothing.
     /// A value record read through the map has its checksum checked once while its leaf stays
     /// cached (`Leaf::set_value_checked`), as a table block used in place is.
+    /// A compressed value is decompressed into bytes of its own.
     pub(super) fn resolve_shared(&self, leaf: &Leaf, i: usize) -> Result<Bytes> {
-        let h = match leaf.value(i) {
+        let (h, compression) = match leaf.value(i) {
             ValueSlot::Inline(v) => return Ok(leaf.view(v)),
-            ValueSlot::Stored(h) => h,
+            ValueSlot::Stored(h, compression) => (h, compression),
         };
-        let mapped = self.file.is_mapped();
-        if mapped && leaf.value_checked(i) {
+        let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
+        let rtype = value_record_type(compression);
+        let mapped = file.is_mapped();
+        let payload = if mapped && leaf.value_checked(i) {
             // Its type and checksum held when it was first read: its trailer, on another cache
             // line than the bytes the caller uses, is not read again.
-            let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
-            return read_checked_payload(file, path, extent, h, VALUE_RECORD);
-        }
-        let verify = self.opts.verify_checksums;
-        let (bytes, _) = read_record_bytes(
-            &*self.file,
-            &self.path,
-            self.commit.offset,
-            h,
-            VALUE_RECORD,
-            verify,
-        )?;
-        if verify && mapped {
-            leaf.set_value_checked(i);
-        }
-        Ok(bytes)
+            read_checked_payload(file, path, extent, h, rtype)?
+        } else {
+            let verify = self.opts.verify_checksums;
+            let (bytes, _) = read_record_bytes(file, path, extent, h, rtype, verify)?;
+            if verify && mapped {
+                leaf.set_value_checked(i);
+            }
+            bytes
+        };
+        decompress_value(path, h, compression, payload)
     }
 
-    /// Entry `i`'s value, copied (what a get returns).
+    /// Entry `i`'s value, copied (what a get returns; a decompressed value is handed over).
     pub(super) fn resolve_entry(&self, leaf: &Leaf, i: usize) -> Result<Vec<u8>> {
         if self.file.is_mapped() {
-            return self.resolve_shared(leaf, i).map(|b| b.to_vec());
+            return self.resolve_shared(leaf, i).map(Vec::from);
         }
         self.resolve(leaf.value(i), false)
     }
@@ -381,16 +378,15 @@ impl TreeReader {
     pub(super) fn resolve(&self, value: ValueSlot<'_>, verify: bool) -> Result<Vec<u8>> {
         match value {
             ValueSlot::Inline(v) => Ok(v.to_vec()),
-            ValueSlot::Stored(h) => {
+            ValueSlot::Stored(h, compression) => {
                 let verify = verify || self.opts.verify_checksums;
-                read_record(
-                    &*self.file,
-                    &self.path,
-                    self.commit.offset,
-                    h,
-                    VALUE_RECORD,
-                    verify,
-                )
+                let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
+                let rtype = value_record_type(compression);
+                let payload = read_record(file, path, extent, h, rtype, verify)?;
+                match compression {
+                    CompressionType::None => Ok(payload),
+                    _ => decompress_value(path, h, compression, payload.into()).map(Vec::from),
+                }
             }
         }
     }

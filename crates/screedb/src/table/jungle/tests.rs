@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::node::RECORD_TRAILER_LEN;
 use super::*;
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::{Error, Result};
@@ -284,7 +285,11 @@ pub(super) fn overwritten_tree(
 
 #[test]
 fn garbage_grows_with_overwrites_and_a_rewrite_drops_it() {
-    let opts = TreeOptions::default();
+    // Raw values, so the file's bytes are the values' and the ratios below are exact.
+    let opts = TreeOptions {
+        compression: CompressionType::None,
+        ..TreeOptions::default()
+    };
     let (fs, path, commits) = overwritten_tree(&opts, 400, 4, 1024);
     let ratios: Vec<f64> = commits.iter().map(Commit::space_ratio).collect();
     assert!(ratios[0] < 1.1, "{ratios:?}");
@@ -322,7 +327,10 @@ fn garbage_grows_with_overwrites_and_a_rewrite_drops_it() {
 
 #[test]
 fn an_append_writes_only_the_touched_leaves_and_their_path() {
-    let opts = small_opts();
+    let opts = TreeOptions {
+        compression: CompressionType::None,
+        ..small_opts()
+    };
     let (fs, path, commits) = overwritten_tree(&opts, 2000, 0, 100);
     let base = open(&fs, &path, commits[0].len, &opts).unwrap();
     assert!(base.commit().height >= 3, "height {}", base.commit().height);
@@ -346,6 +354,68 @@ fn an_append_writes_only_the_touched_leaves_and_their_path() {
     t.verify().unwrap();
     let hit = t.get(&ik(b"k000100", 9000, ValueKind::Value)).unwrap();
     assert_eq!(hit.map(|(_, v)| v), Some(vec![1u8; 500]));
+}
+
+/// A value that LZ4 cannot shrink: xorshift bytes.
+fn incompressible(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn values_are_compressed_where_it_pays_and_read_back_either_way() {
+    let fs = MemFs::new();
+    let mut m = Model::new();
+    for i in 0..200u64 {
+        let user = format!("key{i:05}").into_bytes();
+        let v = match i % 3 {
+            0 => value_for(&user, i + 1, 1000),
+            1 => incompressible(i, 1000),
+            _ => value_for(&user, i + 1, 10),
+        };
+        model_insert(&mut m, ik(&user, i + 1, ValueKind::Value), v);
+    }
+    let want = entries(&m);
+    let mut written = Vec::new();
+    for compression in [CompressionType::Lz4, CompressionType::None] {
+        let opts = TreeOptions {
+            compression,
+            ..small_opts()
+        };
+        let path = PathBuf::from(format!("/{compression:?}"));
+        let c = write_tree(
+            &opts,
+            &icmp(),
+            fs.create(&path).unwrap(),
+            &path,
+            ok_iter(want.clone()),
+        )
+        .unwrap();
+        let t = open(&fs, &path, c.len, &opts).unwrap();
+        t.verify().unwrap();
+        assert_eq!(scan(&t).unwrap(), want);
+        for (ikey, v) in &want {
+            assert_eq!(t.get(ikey).unwrap(), Some((ikey.clone(), v.clone())));
+        }
+        written.push(c);
+    }
+    let (lz4, raw) = (&written[0], &written[1]);
+    // 134 value records (the short values are inline): the 67 incompressible ones stay raw in
+    // both files, the 67 compressible ones shrink to a few dozen bytes each, and live bytes
+    // count what is stored.
+    let raw_values = 134 * (1000 + RECORD_TRAILER_LEN as u64);
+    assert_eq!(raw.segment.value_bytes, raw_values, "{raw:?}");
+    assert!(lz4.segment.value_bytes < raw_values - 67 * 900, "{lz4:?}");
+    assert!(lz4.segment.value_bytes > 67 * 1005, "{lz4:?}");
+    assert!(lz4.live_bytes + 60 * 900 < raw.live_bytes);
+    assert!(lz4.space_ratio() < 1.2, "{}", lz4.space_ratio());
 }
 
 #[test]
