@@ -55,14 +55,27 @@ pub fn compress(wanted: CompressionType, raw: &[u8]) -> (CompressionType, Option
 
 /// Decompresses a type-1 block; `None` if the bytes are not valid LZ4 of the claimed length.
 pub fn decompress_lz4(src: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    decompress_lz4_into(src, &mut out).map(|()| out)
+}
+
+/// [`decompress_lz4`] over `out`, whose allocation is reused (an iterator decompressing one
+/// value after another); `None` (and `out` unspecified) if the bytes are not valid LZ4 of the
+/// claimed length.
+pub fn decompress_lz4_into(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let (len, body) = src.split_first_chunk::<4>()?;
     let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
     if len > body.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(16) {
         return None;
     }
-    let mut out = vec![0u8; len];
-    let n = lz4_flex::block::decompress_into(body, &mut out).ok()?;
-    (n == len).then_some(out)
+    // Bytes left from the last use are overwritten: a decode must fill all `len` of them.
+    if out.len() < len {
+        out.resize(len, 0);
+    } else {
+        out.truncate(len);
+    }
+    let n = lz4_flex::block::decompress_into(body, out).ok()?;
+    (n == len).then_some(())
 }
 
 #[cfg(test)]
@@ -126,6 +139,19 @@ mod tests {
         fn lz4_round_trips(raw in proptest::collection::vec(0u8..4, 0..3000)) {
             if let (CompressionType::Lz4, Some(out)) = compress(CompressionType::Lz4, &raw) {
                 prop_assert_eq!(decompress_lz4(&out).unwrap(), raw);
+            }
+        }
+
+        #[test]
+        fn decompressing_over_a_used_buffer_gives_the_same_bytes(
+            a in proptest::collection::vec(0u8..3, 0..2000),
+            b in proptest::collection::vec(0u8..3, 0..2000),
+        ) {
+            let mut out = Vec::new();
+            for raw in [&a, &b, &a] {
+                let packed = lz4_flex::block::compress_prepend_size(raw);
+                prop_assert_eq!(decompress_lz4_into(&packed, &mut out), Some(()));
+                prop_assert_eq!(&out, raw);
             }
         }
 

@@ -150,8 +150,13 @@ pub struct TreeIterator {
     cur: Cursor,
     /// The current entry's internal key (a leaf may store only its part past a prefix).
     key: Vec<u8>,
-    /// The current entry's value: a view of the file's map (or of the leaf) where it is mapped.
+    /// The current entry's value: a view of the file's map (or of the leaf) where it is
+    /// mapped; unused while `in_buf`.
     value: Bytes,
+    /// The current entry's value when it was decompressed (the allocation kept for the next).
+    buf: Vec<u8>,
+    /// Whether the current value is in `buf`.
+    in_buf: bool,
     err: Option<Error>,
 }
 
@@ -171,6 +176,8 @@ impl TreeIterator {
             cur: Cursor::default(),
             key: Vec::new(),
             value: Bytes::new(),
+            buf: Vec::new(),
+            in_buf: false,
             err: None,
         }
     }
@@ -181,10 +188,11 @@ impl TreeIterator {
         let resolved = moved.and_then(|()| match self.cur.current() {
             Some((leaf, i)) => {
                 leaf.ikey_into(i, &mut self.key);
-                self.tree.resolve_shared(leaf, i).map(Some)
+                self.tree.resolve_into(leaf, i, &mut self.buf)
             }
-            None => Ok(None),
+            None => Ok(Some(Bytes::new())),
         });
+        self.in_buf = matches!(resolved, Ok(None));
         match resolved {
             Ok(Some(v)) => self.value = v,
             Ok(None) => self.value = Bytes::new(),
@@ -227,7 +235,7 @@ impl InternalIterator for TreeIterator {
         if self.valid() { &self.key } else { &[] }
     }
     fn value(&self) -> &[u8] {
-        &self.value
+        if self.in_buf { &self.buf } else { &self.value }
     }
     fn status(&self) -> Result<()> {
         match &self.err {

@@ -807,17 +807,39 @@ pub fn decompress_value(
         CompressionType::None => Ok(payload),
         CompressionType::Lz4 => compression::decompress_lz4(&payload)
             .map(Bytes::from)
-            .ok_or_else(|| {
-                Error::corruption(
-                    path,
-                    handle.offset,
-                    format!(
-                        "compressed value of {} bytes does not decompress",
-                        handle.size
-                    ),
-                )
-            }),
+            .ok_or_else(|| not_decompressed(path, handle)),
     }
+}
+
+/// [`decompress_value`] over `out`, whose allocation is reused.
+pub fn decompress_value_into(
+    path: &Path,
+    handle: Handle,
+    compression: CompressionType,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let done = match compression {
+        CompressionType::None => {
+            out.clear();
+            out.extend_from_slice(payload);
+            Some(())
+        }
+        CompressionType::Lz4 => compression::decompress_lz4_into(payload, out),
+    };
+    done.ok_or_else(|| not_decompressed(path, handle))
+}
+
+/// The error of a compressed value record that does not decompress.
+fn not_decompressed(path: &Path, handle: Handle) -> Error {
+    Error::corruption(
+        path,
+        handle.offset,
+        format!(
+            "compressed value of {} bytes does not decompress",
+            handle.size
+        ),
+    )
 }
 
 /// The payload length of the record at `handle`, which must end at or below `extent`.

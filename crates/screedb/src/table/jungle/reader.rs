@@ -14,7 +14,8 @@ use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::node::{
     FILTER_RECORD, Handle, Leaf, LeafIndex, Node, ValueSlot, decompress_value,
-    read_checked_payload, read_node, read_record, read_record_bytes, value_record_type,
+    decompress_value_into, read_checked_payload, read_node, read_record, read_record_bytes,
+    value_record_type,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
@@ -344,8 +345,42 @@ impl TreeReader {
     /// cached (`Leaf::set_value_checked`), as a table block used in place is.
     /// A compressed value is decompressed into bytes of its own.
     pub(super) fn resolve_shared(&self, leaf: &Leaf, i: usize) -> Result<Bytes> {
+        match self.stored_value(leaf, i)? {
+            (bytes, None) => Ok(bytes),
+            (payload, Some((h, compression))) => {
+                decompress_value(&self.path, h, compression, payload)
+            }
+        }
+    }
+
+    /// [`TreeReader::resolve_shared`] for an iterator that keeps `buf` from one entry to the
+    /// next: a compressed value is decompressed over `buf` (its allocation reused) and `None`
+    /// returned; any other value is returned as shared bytes.
+    pub(super) fn resolve_into(
+        &self,
+        leaf: &Leaf,
+        i: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Bytes>> {
+        match self.stored_value(leaf, i)? {
+            (bytes, None) => Ok(Some(bytes)),
+            (payload, Some((h, compression))) => {
+                decompress_value_into(&self.path, h, compression, &payload, buf)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Entry `i`'s value as stored, checked as [`TreeReader::resolve_shared`] says: a view of
+    /// the leaf (inline) or of the value record's payload, with the record's handle and
+    /// compression when it must be decompressed.
+    fn stored_value(
+        &self,
+        leaf: &Leaf,
+        i: usize,
+    ) -> Result<(Bytes, Option<(Handle, CompressionType)>)> {
         let (h, compression) = match leaf.value(i) {
-            ValueSlot::Inline(v) => return Ok(leaf.view(v)),
+            ValueSlot::Inline(v) => return Ok((leaf.view(v), None)),
             ValueSlot::Stored(h, compression) => (h, compression),
         };
         let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
@@ -363,7 +398,8 @@ impl TreeReader {
             }
             bytes
         };
-        decompress_value(path, h, compression, payload)
+        let packed = (compression != CompressionType::None).then_some((h, compression));
+        Ok((payload, packed))
     }
 
     /// Entry `i`'s value, copied (what a get returns; a decompressed value is handed over).
