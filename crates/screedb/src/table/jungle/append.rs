@@ -4,7 +4,8 @@
 
 use std::cmp::Ordering;
 
-use super::node::{Child, Handle, LeafEntry, Node};
+use super::leaf::LeafEntry;
+use super::node::{Child, Handle, Node};
 use super::writer::{KeepFn, LeafPacker, SegmentWriter, check_order, new_commit};
 use super::{Commit, SegmentStats, TreeOptions, TreeReader};
 use crate::comparator::InternalKeyComparator;

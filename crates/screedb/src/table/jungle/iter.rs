@@ -7,7 +7,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::TreeReader;
-use super::node::{Handle, Leaf, Node};
+use super::leaf::Leaf;
+use super::node::{Handle, Node};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 

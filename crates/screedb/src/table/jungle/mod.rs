@@ -61,6 +61,7 @@ mod damage_tests;
 mod engine;
 mod fences;
 mod iter;
+mod leaf;
 #[cfg(test)]
 mod model_tests;
 mod node;

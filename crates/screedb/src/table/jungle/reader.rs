@@ -12,10 +12,10 @@ use bytes::Bytes;
 use super::commit::{read_commit_at, read_commit_ending_at};
 use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
+use super::leaf::{Leaf, LeafIndex, ValueSlot};
 use super::node::{
-    FILTER_RECORD, Handle, Leaf, LeafIndex, Node, ValueSlot, decompress_value,
-    decompress_value_into, read_checked_payload, read_node, read_record, read_record_bytes,
-    value_record_type,
+    FILTER_RECORD, Handle, Node, decompress_value, decompress_value_into, read_checked_payload,
+    read_node, read_record, read_record_bytes, value_record_type,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;

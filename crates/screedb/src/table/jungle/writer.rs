@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::commit::{commit_record_len, encode_commit};
+use super::leaf::{LeafEntry, PREFIX_LEAF_HEADER_BYTES, ValueRef, common_prefix_len, encode_leaf};
 use super::node::{
-    Child, FILTER_RECORD, Handle, INTERNAL_RECORD, LeafEntry, PREFIX_LEAF_HEADER_BYTES,
-    PREFIX_LEAF_RECORD, RECORD_TRAILER_LEN, ValueRef, common_prefix_len, encode_internal,
-    encode_leaf, record_trailer, value_record_type,
+    Child, FILTER_RECORD, Handle, INTERNAL_RECORD, PREFIX_LEAF_RECORD, RECORD_TRAILER_LEN,
+    encode_internal, record_trailer, value_record_type,
 };
 use super::{Commit, SegmentStats, TreeIterator, TreeOptions, TreeReader};
 use crate::comparator::InternalKeyComparator;
