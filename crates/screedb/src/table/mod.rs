@@ -64,7 +64,7 @@ pub use htable::{
 };
 pub use jungle::{
     Commit, KeepFn, SegmentStats, TREE_MAGIC, TreeHandle, TreeIterator, TreeOptions, TreeReader,
-    TreeTable, append_segment, find_last_commit, rewrite_tree, write_tree,
+    TreeTable, append_segment, find_last_commit, write_tree,
 };
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};

@@ -76,7 +76,7 @@ pub use engine::TreeTable;
 pub use iter::TreeIterator;
 pub use node::Handle as TreeHandle;
 pub use reader::{NodeCache, TreeReader};
-pub use writer::{KeepFn, rewrite_tree, write_tree};
+pub use writer::{KeepFn, write_tree};
 
 use crate::table::CompressionType;
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::tests::{
-    Entries, Model, entries, icmp, ik, keep_all, keep_visible, model_insert, ok_iter, open, scan,
-    small_opts, value_for,
+    Entries, Model, entries, icmp, ik, keep_all, keep_visible, model_insert, ok_iter, open,
+    rewrite_tree, scan, small_opts, value_for,
 };
 use super::*;
 use crate::fs::{Fs, MemFs};

@@ -1,7 +1,7 @@
 //! Tree files round trip: build, append, lookup, iteration, rewrite, old commits and space
 //! accounting; the helpers the model and damage tests share.
 
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use super::node::RECORD_TRAILER_LEN;
 use super::*;
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::{Error, Result};
-use crate::fs::{Fs, MemFs};
+use crate::fs::{Fs, MemFs, WritableFile};
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind, make_internal_key};
 
@@ -545,4 +545,42 @@ fn cached_leaf_indexes_of_a_mapped_tree_read_the_same_entries() {
             assert_eq!(scan(&t).unwrap(), entries(&m));
         }
     }
+}
+
+/// Rewrites the entries of `base` that survive `keep` into the new, empty `file`, as the
+/// engine's rewrite does (a tree job with `rewrite`, which merges the tree's iterator into
+/// `write_tree`): values are copied, garbage is left behind. Syncs `file`.
+pub(super) fn rewrite_tree(
+    opts: &TreeOptions,
+    icmp: &InternalKeyComparator,
+    base: &Arc<TreeReader>,
+    file: Box<dyn WritableFile>,
+    path: &Path,
+    keep: &mut KeepFn<'_>,
+) -> Result<Commit> {
+    let mut it: TreeIterator = base.iter();
+    it.seek_to_first();
+    let mut prev: Option<(Vec<u8>, u64)> = None;
+    let mut done = false;
+    let entries = std::iter::from_fn(|| {
+        while !done {
+            if !it.valid() {
+                done = true;
+                return it.status().err().map(Err);
+            }
+            let (ikey, value) = (it.key().to_vec(), it.value().to_vec());
+            it.next();
+            let (uk, seq) = (key::user_key(&ikey), key::trailer(&ikey) >> 8);
+            let prev_seq = match &prev {
+                Some((pk, ps)) if icmp.user().compare(pk, uk) == Ordering::Equal => Some(*ps),
+                _ => None,
+            };
+            prev = Some((uk.to_vec(), seq));
+            if keep(&ikey, prev_seq) {
+                return Some(Ok((ikey, value)));
+            }
+        }
+        None
+    });
+    write_tree(opts, icmp, file, path, entries)
 }

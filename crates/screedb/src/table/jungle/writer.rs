@@ -1,10 +1,9 @@
-//! Writing segments: a new tree ([`write_tree`]), an appended batch
-//! ([`append_segment`](super::append_segment)) and a
-//! rewrite of the live entries into a fresh file ([`rewrite_tree`]).
+//! Writing segments: a new tree ([`write_tree`], also what a rewrite of a tree's live entries
+//! writes) and an appended batch ([`append_segment`](super::append_segment)), with the pieces
+//! both share (`SegmentWriter`, `LeafPacker`).
 
 use std::cmp::Ordering;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::commit::{commit_record_len, encode_commit};
 use super::leaf::{LeafEntry, PREFIX_LEAF_HEADER_BYTES, ValueRef, common_prefix_len, encode_leaf};
@@ -12,11 +11,10 @@ use super::node::{
     Child, FILTER_RECORD, Handle, INTERNAL_RECORD, PREFIX_LEAF_RECORD, RECORD_TRAILER_LEN,
     encode_internal, record_trailer, value_record_type,
 };
-use super::{Commit, SegmentStats, TreeIterator, TreeOptions, TreeReader};
+use super::{Commit, SegmentStats, TreeOptions};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::iter::InternalIterator;
 use crate::key::{self, parse_internal_key};
 use crate::table::BloomFilterBuilder;
 use crate::table::compression::compress;
@@ -317,41 +315,4 @@ pub(super) fn new_commit(
         filter: None,
         segment: SegmentStats::default(),
     }
-}
-
-/// Rewrites the entries of `base` that survive `keep` into the new, empty `file` (the
-/// "C x live bytes" rewrite): values are copied, garbage is left behind. Syncs `file`.
-pub fn rewrite_tree(
-    opts: &TreeOptions,
-    icmp: &InternalKeyComparator,
-    base: &Arc<TreeReader>,
-    file: Box<dyn WritableFile>,
-    path: &Path,
-    keep: &mut KeepFn<'_>,
-) -> Result<Commit> {
-    let mut it: TreeIterator = base.iter();
-    it.seek_to_first();
-    let mut prev: Option<(Vec<u8>, u64)> = None;
-    let mut done = false;
-    let entries = std::iter::from_fn(|| {
-        while !done {
-            if !it.valid() {
-                done = true;
-                return it.status().err().map(Err);
-            }
-            let (ikey, value) = (it.key().to_vec(), it.value().to_vec());
-            it.next();
-            let (uk, seq) = (key::user_key(&ikey), key::trailer(&ikey) >> 8);
-            let prev_seq = match &prev {
-                Some((pk, ps)) if icmp.user().compare(pk, uk) == Ordering::Equal => Some(*ps),
-                _ => None,
-            };
-            prev = Some((uk.to_vec(), seq));
-            if keep(&ikey, prev_seq) {
-                return Some(Ok((ikey, value)));
-            }
-        }
-        None
-    });
-    write_tree(opts, icmp, file, path, entries)
 }
