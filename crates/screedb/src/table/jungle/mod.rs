@@ -50,9 +50,9 @@
 //!
 //! Accounting: `live_bytes` is the sum of the key lengths and stored value lengths (a value
 //! record's payload, compressed where it is) of the entries the tree holds, what a fresh copy
-//! of them takes; `total_bytes` is the file length at the commit; `total_bytes / live_bytes` is the space ratio
-//! a layout compares with its factor C. The sequence range covers every entry (it may be wider
-//! than needed after entries are dropped).
+//! of them takes; `total_bytes` is the file length at the commit; `total_bytes / live_bytes`
+//! is the space ratio a layout compares with its factor C. The sequence range covers every
+//! entry (it may be wider than needed after entries are dropped).
 
 mod append;
 mod commit;

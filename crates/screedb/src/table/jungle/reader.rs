@@ -419,10 +419,8 @@ impl TreeReader {
                 let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
                 let rtype = value_record_type(compression);
                 let payload = read_record(file, path, extent, h, rtype, verify)?;
-                match compression {
-                    CompressionType::None => Ok(payload),
-                    _ => decompress_value(path, h, compression, payload.into()).map(Vec::from),
-                }
+                // A raw value goes through Bytes and back to a Vec, reusing its buffer.
+                decompress_value(path, h, compression, payload.into()).map(Vec::from)
             }
         }
     }
