@@ -159,7 +159,9 @@ pub struct Options {
     /// 4096. RocksDB: `prefix_extractor = NewFixedPrefixTransform(n)` with
     /// `whole_key_filtering = true`, read with a prefix seek.
     pub prefix_bloom_len: usize,
-    /// Block compression. Default: lz4. RocksDB: `compression`.
+    /// Compression of sorted tables' blocks and of Jungle trees' value records (each on its
+    /// own, kept where it saves an eighth); HTables (the trie layout) are not compressed.
+    /// Default: lz4. RocksDB: `compression`.
     pub compression: CompressionType,
     /// Number of level-0 tables that triggers a level-0 compaction. Default: 4.
     /// RocksDB: `level0_file_num_compaction_trigger`.
