@@ -78,6 +78,21 @@ pub fn decompress_lz4_into(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
     (n == len).then_some(())
 }
 
+/// `len` bytes LZ4 cannot shrink (xorshift64 output from `seed`), for tests that need a
+/// block or value stored raw.
+#[cfg(test)]
+pub(crate) fn incompressible(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,15 +110,7 @@ mod tests {
 
     #[test]
     fn incompressible_data_is_stored_raw() {
-        let mut x = 0x9e37_79b9_u32;
-        let raw: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect();
+        let raw = incompressible(1, 4096);
         assert_eq!(
             compress(CompressionType::Lz4, &raw),
             (CompressionType::None, None)

@@ -11,6 +11,7 @@ use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::fs::{Fs, OsFs};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, make_internal_key};
+use crate::table::compression::incompressible;
 use crate::table::{BlockCache, CompressionType, TableBuilder, TableOptions};
 
 fn icmp() -> InternalKeyComparator {
@@ -20,21 +21,13 @@ fn icmp() -> InternalKeyComparator {
 /// Entries whose values alternate, block by block, between compressible text and bytes LZ4
 /// cannot shrink, so the table holds both kinds of block.
 fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut noise = 0x9e37_79b9_7f4a_7c15u64;
     (0..3000u32)
         .map(|i| {
             let key = make_internal_key(format!("key{i:06}").as_bytes(), 7, ValueKind::Value);
             let value = if (i / 20) % 2 == 0 {
                 format!("compressible {i} ").repeat(6).into_bytes()
             } else {
-                (0..100)
-                    .map(|_| {
-                        noise ^= noise << 13;
-                        noise ^= noise >> 7;
-                        noise ^= noise << 17;
-                        noise as u8
-                    })
-                    .collect()
+                incompressible(u64::from(i), 100)
             };
             (key, value)
         })

@@ -14,6 +14,7 @@ use crate::fs::{Fs, OsFs, RandomAccessFile, WritableFile};
 use crate::iter::InternalIterator;
 use crate::key::{ValueKind, make_internal_key, user_key};
 use crate::manifest::FileMeta;
+use crate::table::compression::incompressible;
 
 /// An in-memory writable file whose bytes stay readable through the shared buffer.
 #[derive(Clone, Default)]
@@ -310,30 +311,22 @@ fn empty_table_round_trips() {
 
 #[test]
 fn huge_values_round_trip() {
-    let mut x = 0x2545_f491_4f6c_dd1d_u64;
-    let mut noise = |n: usize| -> Vec<u8> {
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    };
     let es = vec![
         (
             make_internal_key(b"a", 3, ValueKind::Value),
             b"small".to_vec(),
         ),
-        (make_internal_key(b"b", 2, ValueKind::Value), noise(1 << 20)),
+        (
+            make_internal_key(b"b", 2, ValueKind::Value),
+            incompressible(1, 1 << 20),
+        ),
         (
             make_internal_key(b"c", 9, ValueKind::Value),
             vec![7u8; 1 << 20],
         ),
         (
             make_internal_key(b"d", 1, ValueKind::Value),
-            noise(64 << 20),
+            incompressible(2, 64 << 20),
         ),
         (make_internal_key(b"e", 4, ValueKind::Value), Vec::new()),
     ];

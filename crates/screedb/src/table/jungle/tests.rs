@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::fs::{Fs, MemFs, WritableFile};
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind, make_internal_key};
+use crate::table::compression::incompressible;
 
 /// The model: (user key, Reverse(trailer)) -> (internal key, value), in internal-key order.
 pub(super) type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (Vec<u8>, Vec<u8>)>;
@@ -354,19 +355,6 @@ fn an_append_writes_only_the_touched_leaves_and_their_path() {
     t.verify().unwrap();
     let hit = t.get(&ik(b"k000100", 9000, ValueKind::Value)).unwrap();
     assert_eq!(hit.map(|(_, v)| v), Some(vec![1u8; 500]));
-}
-
-/// A value that LZ4 cannot shrink: xorshift bytes.
-fn incompressible(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 #[test]
