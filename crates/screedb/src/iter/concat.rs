@@ -167,6 +167,14 @@ impl InternalIterator for TwoLevelIterator {
         self.skip_empty_forward();
     }
 
+    fn prefetch_seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.init_data();
+        if let Some(d) = &mut self.data {
+            d.prefetch_seek(target);
+        }
+    }
+
     fn next(&mut self) {
         if let Some(d) = &mut self.data {
             d.next();
@@ -318,6 +326,19 @@ impl ConcatIterator {
         self
     }
 
+    /// The table a seek to `target` leaves unopened, sitting on its smallest key: with lazy
+    /// seeks, the table the target falls in or before, if the target is not past its first key.
+    fn lazy_table(&self, target: &[u8]) -> Option<usize> {
+        if !self.lazy_seeks {
+            return None;
+        }
+        let i = self
+            .files
+            .partition_point(|f| self.icmp.compare(&f.largest, target) == Ordering::Less);
+        let f = self.files.get(i)?;
+        (self.icmp.compare(target, &f.smallest) != Ordering::Greater).then_some(i)
+    }
+
     /// Opens the table a lazy seek left unopened and positions on its first entry.
     fn materialize(&mut self) -> bool {
         let Some(i) = self.lazy_at.take() else {
@@ -345,19 +366,16 @@ impl InternalIterator for ConcatIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.lazy_at = None;
-        if self.lazy_seeks {
-            let i = self
-                .files
-                .partition_point(|f| self.icmp.compare(&f.largest, target) == Ordering::Less);
-            if let Some(f) = self.files.get(i)
-                && self.icmp.compare(target, &f.smallest) != Ordering::Greater
-            {
-                self.lazy_at = Some(i);
-                return;
-            }
+        self.lazy_at = self.lazy_table(target);
+        if self.lazy_at.is_none() {
+            self.inner.seek(target);
         }
-        self.inner.seek(target);
+    }
+
+    fn prefetch_seek(&mut self, target: &[u8]) {
+        if self.lazy_table(target).is_none() {
+            self.inner.prefetch_seek(target);
+        }
     }
 
     fn next(&mut self) {

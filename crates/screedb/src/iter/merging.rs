@@ -196,6 +196,10 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        // Every child's loads first, then the seeks: their misses overlap.
+        for child in &mut self.children {
+            child.prefetch_seek(target);
+        }
         for child in &mut self.children {
             child.seek(target);
         }

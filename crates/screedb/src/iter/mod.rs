@@ -49,6 +49,7 @@ pub(crate) use forward_internal_iterator;
 
 mod concat;
 mod merging;
+pub(crate) mod prefetch;
 
 pub use concat::{ConcatIterator, OpenChild, OpenTable, TwoLevelIterator};
 pub use merging::MergingIterator;
@@ -65,6 +66,13 @@ pub trait InternalIterator: Send {
     fn seek_to_last(&mut self);
     /// Positions on the first entry whose key is >= `target` (an internal key).
     fn seek(&mut self, target: &[u8]);
+    /// Announces a `seek(target)` that must follow before any other call: an iterator may
+    /// start loading what that seek will read (a mapped table's data block) without waiting
+    /// for it, so a merging iterator overlaps the memory misses of its children's seeks
+    /// (`iter/prefetch.rs`). The position until that seek is unspecified. Default: nothing.
+    fn prefetch_seek(&mut self, target: &[u8]) {
+        let _ = target;
+    }
     /// Moves to the next entry. REQUIRES: `valid()`.
     fn next(&mut self);
     /// Moves to the previous entry. REQUIRES: `valid()`.
@@ -98,6 +106,9 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn seek(&mut self, target: &[u8]) {
         (**self).seek(target)
+    }
+    fn prefetch_seek(&mut self, target: &[u8]) {
+        (**self).prefetch_seek(target)
     }
     fn next(&mut self) {
         (**self).next()

@@ -349,6 +349,7 @@ impl Table {
             table: Arc::clone(self),
             data: None,
             err: None,
+            prefetched: Vec::new(),
         }
     }
 
@@ -444,6 +445,20 @@ impl Table {
                 "bad block handle in index",
             )
         })
+    }
+
+    /// Starts loading the data block whose encoded handle is `handle` into the CPU caches,
+    /// when it lies in a mapped file (a hint: a bad handle is left to the read that follows).
+    fn prefetch_block(&self, handle: &[u8]) {
+        if !self.file.is_mapped() {
+            return;
+        }
+        if let Some(h) = BlockHandle::decode(handle)
+            && let Ok(size) = usize::try_from(h.size)
+            && let Ok(bytes) = self.file.read_bytes(h.offset, size)
+        {
+            crate::iter::prefetch::prefetch(&bytes);
+        }
     }
 
     /// The data block whose encoded handle is `handle`, the `position`th in the index: in
@@ -571,6 +586,9 @@ pub struct TableIterator {
     index: BlockIter,
     data: Option<BlockIter>,
     err: Option<Error>,
+    /// The target of the `prefetch_seek` the index is positioned for (empty when none): the
+    /// seek that follows with the same target does not search the index again.
+    prefetched: Vec<u8>,
 }
 
 impl fmt::Debug for TableIterator {
@@ -643,6 +661,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
+        self.prefetched.clear();
         self.index.seek_to_first();
         self.init_data_block();
         if let Some(d) = &mut self.data {
@@ -652,6 +671,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
+        self.prefetched.clear();
         self.index.seek_to_last();
         self.init_data_block();
         if let Some(d) = &mut self.data {
@@ -661,7 +681,10 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.index.seek(target);
+        if self.prefetched.is_empty() || self.prefetched != target {
+            self.index.seek(target);
+        }
+        self.prefetched.clear();
         self.init_data_block();
         if let Some(d) = &mut self.data {
             d.seek(target);
@@ -669,7 +692,17 @@ impl InternalIterator for TableIterator {
         self.skip_empty_blocks_forward();
     }
 
+    fn prefetch_seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.prefetched.clear();
+        self.prefetched.extend_from_slice(target);
+        if self.index.valid() {
+            self.table.prefetch_block(self.index.value());
+        }
+    }
+
     fn next(&mut self) {
+        self.prefetched.clear();
         if let Some(d) = &mut self.data {
             d.next();
         }
@@ -677,6 +710,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn prev(&mut self) {
+        self.prefetched.clear();
         if let Some(d) = &mut self.data {
             d.prev();
         }

@@ -1,7 +1,8 @@
 //! A sorted table read through a memory map (`Options::mmap_reads`): uncompressed blocks are
 //! used in place and remembered as plain once their trailer and checksum were read; compressed
 //! blocks go through the cache. Both kinds mixed in one table read back right, twice over (the
-//! second pass through the remembered blocks), and a flipped byte in a plain block is reported.
+//! second pass through the remembered blocks), and a flipped byte in a plain block is reported;
+//! a seek announced by `prefetch_seek` lands where a plain one does.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -123,5 +124,63 @@ fn a_flipped_byte_in_a_plain_block_of_a_mapped_table_is_reported() {
         assert!(!it.valid());
         assert!(it.status().unwrap_err().is_corruption());
         assert!(table.get(&es[read].0).unwrap_err().is_corruption());
+    }
+}
+
+/// `prefetch_seek` (a merging iterator's hint before it seeks every child) leaves the index
+/// positioned for the seek that follows: that seek, and a seek to another target or after
+/// another move, land where a plain seek does, in a mapped table and in one read by `pread`.
+#[test]
+fn a_seek_announced_by_prefetch_seek_lands_where_a_plain_seek_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000001.sst");
+    let es = entries();
+    write(&path, &opts(), &es);
+    let mapped = open_mapped(&path, &opts());
+    let file = OsFs.open(&path).unwrap();
+    let read = Arc::new(Table::open(file, path.clone(), 1, opts(), icmp(), None).unwrap());
+    let between =
+        |i: usize| make_internal_key(format!("key{i:06}x").as_bytes(), 7, ValueKind::Value);
+    let mut targets: Vec<Vec<u8>> = vec![b"a".to_vec(), b"z".to_vec()];
+    for i in (0..es.len()).step_by(97) {
+        targets.push(es[i].0.clone());
+        targets.push(between(i));
+    }
+    for table in [mapped, read] {
+        let mut plain = table.table_iter();
+        let mut hinted = table.table_iter();
+        let at = |it: &super::TableIterator| {
+            it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+        };
+        for (n, t) in targets.iter().enumerate() {
+            plain.seek(t);
+            hinted.prefetch_seek(t);
+            hinted.seek(t);
+            assert_eq!(at(&hinted), at(&plain), "target {n}");
+            // A hint for one target, then a seek to another.
+            let other = &targets[(n * 7 + 3) % targets.len()];
+            hinted.prefetch_seek(other);
+            hinted.seek(t);
+            assert_eq!(
+                at(&hinted),
+                at(&plain),
+                "target {n} after a hint for another"
+            );
+            // A hint, a move, then a seek to the hinted target.
+            hinted.prefetch_seek(t);
+            hinted.seek_to_first();
+            hinted.seek(t);
+            assert_eq!(
+                at(&hinted),
+                at(&plain),
+                "target {n} after a hint and a move"
+            );
+            if plain.valid() {
+                plain.next();
+                hinted.next();
+                assert_eq!(at(&hinted), at(&plain), "the entry after target {n}");
+            }
+        }
+        hinted.status().unwrap();
     }
 }
