@@ -159,6 +159,7 @@ impl Block {
             key: Vec::new(),
             value: self.restarts_offset..self.restarts_offset,
             err: None,
+            interval: Interval::default(),
         }
     }
 
@@ -225,6 +226,42 @@ impl Block {
     }
 }
 
+/// Entries of one restart interval, decoded once for backward steps. A block stores each key
+/// as a suffix of the previous one, so an entry can be decoded only forward from its restart
+/// point: without this, every `prev` decodes its interval again up to the entry before the
+/// current one (LevelDB's way), about interval / 2 entries per step. RocksDB keeps such a
+/// cache in its data block iterator too.
+#[derive(Default)]
+struct Interval {
+    /// The entries' whole keys, back to back.
+    keys: Vec<u8>,
+    /// Per entry, in block order: its offset, where its key ends in `keys`, its value.
+    entries: Vec<(usize, usize, Range<usize>)>,
+}
+
+impl Interval {
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.entries.clear();
+    }
+
+    fn push(&mut self, offset: usize, key: &[u8], value: Range<usize>) {
+        self.keys.extend_from_slice(key);
+        self.entries.push((offset, self.keys.len(), value));
+    }
+
+    /// The position of the entry at `offset`, if held.
+    fn find(&self, offset: usize) -> Option<usize> {
+        self.entries.binary_search_by_key(&offset, |e| e.0).ok()
+    }
+
+    /// Entry `i`'s key. REQUIRES: `i < entries.len()`.
+    fn key(&self, i: usize) -> &[u8] {
+        let start = i.checked_sub(1).map_or(0, |p| self.entries[p].1);
+        &self.keys[start..self.entries[i].1]
+    }
+}
+
 /// A cursor over one block's entries. Holds its block alive through an `Arc`.
 pub struct BlockIter {
     block: Arc<Block>,
@@ -237,6 +274,8 @@ pub struct BlockIter {
     /// The current value; its end is where the next entry starts.
     value: Range<usize>,
     err: Option<Error>,
+    /// The restart interval the last backward step decoded.
+    interval: Interval,
 }
 
 impl fmt::Debug for BlockIter {
@@ -255,6 +294,7 @@ impl BlockIter {
         self.restart_index = self.block.num_restarts;
         self.key.clear();
         self.value = self.current..self.current;
+        self.interval.clear();
     }
 
     fn corrupt(&mut self, at: usize) {
@@ -267,6 +307,21 @@ impl BlockIter {
         self.restart_index = i;
         let p = self.block.restart_point(i);
         self.value = p..p;
+    }
+
+    /// Positions on the last entry of restart interval `i` that starts before `end` (an entry's
+    /// offset, or the end of the entries), keeping the interval's entries up to it for the
+    /// backward steps that follow.
+    fn decode_interval_until(&mut self, i: usize, end: usize) {
+        self.seek_to_restart_point(i);
+        self.interval.clear();
+        while self.parse_next_key() {
+            self.interval
+                .push(self.current, &self.key, self.value.clone());
+            if self.value.end >= end {
+                return;
+            }
+        }
     }
 
     /// Decodes the entry after the current one; false at the end or on corruption.
@@ -320,8 +375,7 @@ impl InternalIterator for BlockIter {
         if self.err.is_some() {
             return;
         }
-        self.seek_to_restart_point(self.block.num_restarts - 1);
-        while self.parse_next_key() && self.value.end < self.block.restarts_offset {}
+        self.decode_interval_until(self.block.num_restarts - 1, self.block.restarts_offset);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -369,15 +423,25 @@ impl InternalIterator for BlockIter {
             return;
         }
         let original = self.current;
-        while self.block.restart_point(self.restart_index) >= original {
-            if self.restart_index == 0 {
+        // The entry before, when the interval decoded last holds both (the block never changes,
+        // and the current entry lies in interval `restart_index`, which stays the same).
+        if let Some(i) = self.interval.find(original).and_then(|i| i.checked_sub(1)) {
+            let (offset, _, value) = self.interval.entries[i].clone();
+            self.key.clear();
+            self.key.extend_from_slice(self.interval.key(i));
+            self.current = offset;
+            self.value = value;
+            return;
+        }
+        let mut r = self.restart_index;
+        while self.block.restart_point(r) >= original {
+            if r == 0 {
                 self.invalidate();
                 return;
             }
-            self.restart_index -= 1;
+            r -= 1;
         }
-        self.seek_to_restart_point(self.restart_index);
-        while self.parse_next_key() && self.value.end < original {}
+        self.decode_interval_until(r, original);
     }
 
     fn key(&self) -> &[u8] {
