@@ -1,21 +1,27 @@
 //! Leaves of a tree file: the entries of one key range, each with its internal key and its
-//! value inline or as a reference to a value record. Three encodings read (types 2, 5 and 6 in
-//! `mod.rs`; only type 6, the prefix leaf, is written), decoded once into a [`LeafIndex`] that a
-//! cache keeps for a mapped file, so a lookup binary-searches the leaf's bytes in place.
+//! value inline or as a reference to a value record. Four encodings read (types 2, 5, 6 and 8
+//! in `mod.rs`; only type 8, the indexed leaf, is written). An indexed leaf ends with the
+//! offset of each entry, so a lookup binary-searches its bytes in place with nothing decoded;
+//! a leaf of an older type is decoded once into a [`LeafIndex`] (where each entry starts) that
+//! a cache keeps for a mapped file.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::node::{Cur, Handle, LEAF_RECORD, PREFIX_LEAF_RECORD};
+use super::node::{Cur, Handle, INDEXED_LEAF_RECORD, LEAF_RECORD, PREFIX_LEAF_RECORD};
 use crate::coding::{put_u64, put_varint32, varint_len};
 use crate::key;
-use crate::table::checked_once::CheckedOnce;
 use crate::table::compression::CompressionType;
 
-/// Bytes of a prefix leaf's header at most, its prefix not counted: the entry count (a
-/// varint32), `stored_end` and the prefix length (a varint32).
-pub const PREFIX_LEAF_HEADER_BYTES: usize = 5 + 8 + 5;
+/// Bytes an indexed leaf takes at most besides its prefix and entries when its entries end
+/// within 64 KiB: the entry count (a varint32), `stored_end`, the prefix length (a varint32)
+/// and the offsets' width, plus [`LEAF_OFFSET_BYTES`] per entry.
+pub const LEAF_HEADER_BYTES: usize = 5 + 8 + 5 + 1;
+
+/// Bytes of each entry's offset in an indexed leaf whose entries end within 64 KiB (every leaf
+/// of the default node size); past that, four.
+pub const LEAF_OFFSET_BYTES: usize = 2;
 
 /// Longest internal key [`Leaf::with_ikey`] assembles on the stack.
 const KEY_BUF_BYTES: usize = 128;
@@ -145,10 +151,11 @@ impl ValueSlot<'_> {
     }
 }
 
-/// A decoded leaf, read in place: its payload as read (a view of the file's map when the file is
-/// mapped, so nothing is copied) and where each entry starts. Decoding checks every entry's
-/// bounds and tag once; a lookup then binary-searches the keys with no allocation, which is what
-/// a get pays on every level.
+/// A leaf read in place: its payload as read (a view of the file's map when the file is mapped,
+/// so nothing is copied) and where each entry starts (the offsets an indexed leaf stores, or
+/// those decoding an older leaf found). Decoding checks every entry's bounds and tag once; a
+/// lookup then binary-searches the keys with no allocation, which is what a get pays on every
+/// level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
     payload: Bytes,
@@ -156,9 +163,10 @@ pub struct Leaf {
     index: LeafIndex,
 }
 
-/// What decoding a leaf learns, apart from its bytes: where its key prefix lies and where each
-/// entry starts. Shared, so a cache can keep it for a leaf of a mapped file and pair it with the
-/// file's bytes again ([`Leaf::over`]) instead of keeping a copy of them.
+/// What reading a leaf learns, apart from its bytes: where its key prefix lies, where its
+/// entries end and where each entry starts. Shared, so a cache can keep it for a leaf of an
+/// older type in a mapped file and pair it with the file's bytes again ([`Leaf::over`]) instead
+/// of keeping a copy of them (an indexed leaf's is read from its bytes, nothing to keep).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafIndex {
     /// Where each entry (its key length, then key past the prefix, tag and value) starts in
@@ -171,8 +179,8 @@ pub struct LeafIndex {
     stored_end: u64,
     /// Bytes of the payload it was built from.
     payload_len: usize,
-    /// Which entries' value records were already checked.
-    checked: CheckedValues,
+    /// Where the entries end in the payload (an indexed leaf's offsets follow them).
+    entries_end: usize,
     /// Whether lengths are varints and handles compact (record types 5 and 6), not fixed-width
     /// (type 2).
     compact: bool,
@@ -182,27 +190,9 @@ impl LeafIndex {
     /// Bytes it holds in memory (what a cache charges for it).
     pub fn charge(&self) -> u64 {
         // The offsets' Arc has two counts besides its slice (16 bytes).
-        (size_of::<LeafIndex>() + 16 + self.starts.bytes() + self.checked.0.bytes()) as u64
+        (size_of::<LeafIndex>() + 16 + self.starts.bytes()) as u64
     }
 }
-
-/// One bit per entry of a leaf, set once the value record the entry refers to was read from
-/// a mapped file with its checksum checked: later reads of it through a map skip the check, as
-/// a sorted table's blocks used in place are checked once ([`CheckedOnce`]). A cached leaf
-/// index carries the bits, so they last as long as it stays cached; a leaf read again starts
-/// with none.
-#[derive(Debug, Clone)]
-struct CheckedValues(CheckedOnce);
-
-/// What is known about the bytes, not the bytes: two indexes of one leaf are equal whatever
-/// each has checked so far.
-impl PartialEq for CheckedValues {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for CheckedValues {}
 
 /// The entries' start offsets, two bytes each when the payload is at most 64 KiB (every leaf of
 /// the default node size): a cache keeps these for many leaves, and at 8 bytes an entry it held
@@ -213,6 +203,9 @@ enum EntryStarts {
     Narrow(Arc<[u16]>),
     /// Offsets of a larger payload (long keys or inline values).
     Wide(Arc<[u32]>),
+    /// An indexed leaf's own: `count` little-endian offsets at `at` in the payload, four bytes
+    /// each if `wide`, else two.
+    InPlace { at: usize, count: usize, wide: bool },
 }
 
 impl EntryStarts {
@@ -225,10 +218,20 @@ impl EntryStarts {
         }
     }
 
-    fn get(&self, i: usize) -> Option<usize> {
+    /// Entry `i`'s offset (`payload` is the leaf's, where an indexed leaf keeps them).
+    #[inline]
+    fn get(&self, payload: &[u8], i: usize) -> Option<usize> {
         match self {
             EntryStarts::Narrow(s) => s.get(i).map(|&s| usize::from(s)),
             EntryStarts::Wide(s) => s.get(i).map(|&s| s as usize),
+            EntryStarts::InPlace { at, count, wide } => {
+                if i >= *count {
+                    return None;
+                }
+                let w = if *wide { 4 } else { 2 };
+                let b = payload.get(at + i * w..at + (i + 1) * w)?;
+                Some(b.iter().rev().fold(0, |v, &b| (v << 8) | usize::from(b)))
+            }
         }
     }
 
@@ -236,29 +239,41 @@ impl EntryStarts {
         match self {
             EntryStarts::Narrow(s) => s.len(),
             EntryStarts::Wide(s) => s.len(),
+            EntryStarts::InPlace { count, .. } => *count,
         }
     }
 
-    /// Bytes of the offsets.
+    /// Bytes of the offsets held in memory (none for an indexed leaf's).
     fn bytes(&self) -> usize {
         match self {
             EntryStarts::Narrow(s) => size_of_val(&**s),
             EntryStarts::Wide(s) => size_of_val(&**s),
+            EntryStarts::InPlace { .. } => 0,
         }
     }
 }
 
-impl Leaf {
-    /// Decodes a leaf payload of record type `rtype` (one of the three leaf types); `None` if
-    /// malformed.
-    pub(super) fn decode(payload: Bytes, rtype: u8) -> Option<Leaf> {
+/// The fields before a leaf's first entry, as [`Leaf::decode`] reads them.
+struct LeafHeader {
+    count: u32,
+    /// 0 in a leaf of type 2 (which does not state it).
+    stored_end: u64,
+    /// `(offset, length)` of the shared prefix (`(0, 0)` in types 2 and 5).
+    prefix: (u32, u32),
+    /// Where the first entry starts.
+    end: usize,
+}
+
+impl LeafHeader {
+    /// Reads the header of a leaf payload of record type `rtype`; `None` if malformed.
+    fn read(payload: &[u8], rtype: u8) -> Option<LeafHeader> {
         let compact = rtype != LEAF_RECORD;
-        let mut c = Cur(&payload);
+        let mut c = Cur(payload);
         let count = c.len(compact)?;
         // A compact leaf states where its furthest value record ends (its encoder's maximum),
         // so decoding only steps over each handle; a get reads the one it needs.
-        let mut stored_end = if compact { c.le(8)? } else { 0 };
-        let prefix = if rtype == PREFIX_LEAF_RECORD {
+        let stored_end = if compact { c.le(8)? } else { 0 };
+        let prefix = if matches!(rtype, PREFIX_LEAF_RECORD | INDEXED_LEAF_RECORD) {
             let len = c.varint32()?;
             let at = payload.len() - c.0.len();
             c.take(usize::try_from(len).ok()?)?;
@@ -266,42 +281,148 @@ impl Leaf {
         } else {
             (0, 0)
         };
-        // The prefix is part of every user key, so each entry keeps at least its trailer.
-        let shortest = if prefix.1 > 0 { key::TRAILER_LEN } else { 0 };
+        Some(LeafHeader {
+            count,
+            stored_end,
+            prefix,
+            end: payload.len() - c.0.len(),
+        })
+    }
+
+    /// Bytes each entry's key holds at least: its trailer when a prefix (part of every user
+    /// key) was taken off, else none.
+    fn shortest_key(&self) -> usize {
+        if self.prefix.1 > 0 {
+            key::TRAILER_LEN
+        } else {
+            0
+        }
+    }
+}
+
+/// Steps `c` over one leaf entry whose key holds at least `shortest` bytes, checking its bounds
+/// and tag; returns the end of the value record a fixed-width entry (type 2) refers to, 0 for
+/// any other. `None` if malformed.
+fn skip_entry(c: &mut Cur<'_>, compact: bool, shortest: usize) -> Option<u64> {
+    let len = usize::try_from(c.len(compact)?).ok()?;
+    if len < shortest {
+        return None;
+    }
+    c.take(len)?;
+    match c.u8()? {
+        INLINE => {
+            let n = usize::try_from(c.len(compact)?).ok()?;
+            c.take(n)?;
+        }
+        tag if compact => {
+            let (ow, sw, _) = reference_widths(tag)?;
+            c.take(ow + sw)?;
+        }
+        tag => return Some(c.value_handle(false, tag)?.0.end()),
+    }
+    Some(0)
+}
+
+impl Leaf {
+    /// Decodes a leaf payload of record type `rtype` (one of the four leaf types), checking
+    /// every entry's bounds and tag (and, in an indexed leaf, that each stored offset is where
+    /// its entry starts); `None` if malformed.
+    pub(super) fn decode(payload: Bytes, rtype: u8) -> Option<Leaf> {
+        if rtype == INDEXED_LEAF_RECORD {
+            let leaf = Leaf::in_place(payload)?;
+            return leaf.offsets_match_entries().then_some(leaf);
+        }
+        let compact = rtype != LEAF_RECORD;
+        let h = LeafHeader::read(&payload, rtype)?;
+        let mut c = Cur(payload.get(h.end..)?);
+        let mut stored_end = h.stored_end;
         // Every entry takes at least 3 bytes: a count larger than that is corrupt, not a huge
         // alloc.
-        let mut starts = Vec::with_capacity(usize::try_from(count).ok()?.min(payload.len() / 3));
+        let count = usize::try_from(h.count).ok()?;
+        let mut starts = Vec::with_capacity(count.min(payload.len() / 3));
         for _ in 0..count {
             starts.push(u32::try_from(payload.len() - c.0.len()).ok()?);
-            let len = usize::try_from(c.len(compact)?).ok()?;
-            if len < shortest {
-                return None;
-            }
-            c.take(len)?;
-            match c.u8()? {
-                INLINE => {
-                    let n = usize::try_from(c.len(compact)?).ok()?;
-                    c.take(n)?;
-                }
-                tag if compact => {
-                    let (ow, sw, _) = reference_widths(tag)?;
-                    c.take(ow + sw)?;
-                }
-                tag => stored_end = stored_end.max(c.value_handle(false, tag)?.0.end()),
-            }
+            stored_end = stored_end.max(skip_entry(&mut c, compact, h.shortest_key())?);
         }
         let payload_len = payload.len();
         c.0.is_empty().then_some(Leaf {
             payload,
             index: LeafIndex {
-                checked: CheckedValues(CheckedOnce::new(starts.len())),
                 starts: EntryStarts::new(&starts, payload_len),
-                prefix,
+                prefix: h.prefix,
                 stored_end,
                 payload_len,
+                entries_end: payload_len,
                 compact,
             },
         })
+    }
+
+    /// An indexed leaf's payload (record type 8) read in place: its header and where its
+    /// offsets lie, not its entries. For a leaf whose bytes [`Leaf::decode`] accepted before
+    /// (a mapped file's bytes below a commit never change); every read still stays within the
+    /// payload. `None` if the header or the offsets' bounds are malformed.
+    pub(super) fn in_place(payload: Bytes) -> Option<Leaf> {
+        let h = LeafHeader::read(&payload, INDEXED_LEAF_RECORD)?;
+        let (&width, _) = payload.split_last()?;
+        let wide = match width {
+            2 => false,
+            4 => true,
+            _ => return None,
+        };
+        let count = usize::try_from(h.count).ok()?;
+        let offsets = count.checked_mul(usize::from(width))?;
+        let entries_end = (payload.len() - 1).checked_sub(offsets)?;
+        if entries_end < h.end {
+            return None;
+        }
+        let payload_len = payload.len();
+        Some(Leaf {
+            payload,
+            index: LeafIndex {
+                starts: EntryStarts::InPlace {
+                    at: entries_end,
+                    count,
+                    wide,
+                },
+                prefix: h.prefix,
+                stored_end: h.stored_end,
+                payload_len,
+                entries_end,
+                compact: true,
+            },
+        })
+    }
+
+    /// Whether an indexed leaf's entries are well formed, back to back from its header to its
+    /// offsets, each where its stored offset says.
+    fn offsets_match_entries(&self) -> bool {
+        let Some(h) = LeafHeader::read(&self.payload, INDEXED_LEAF_RECORD) else {
+            return false;
+        };
+        let Some(entries) = self.payload.get(..self.index.entries_end) else {
+            return false;
+        };
+        let mut c = Cur(entries.get(h.end..).unwrap_or_default());
+        for i in 0..self.len() {
+            let at = entries.len() - c.0.len();
+            if self.start(i) != Some(at) || skip_entry(&mut c, true, h.shortest_key()).is_none() {
+                return false;
+            }
+        }
+        c.0.is_empty()
+    }
+
+    /// Whether its entry offsets are read from its bytes (an indexed leaf), so a cache has
+    /// nothing to keep for it.
+    pub fn is_indexed(&self) -> bool {
+        matches!(self.index.starts, EntryStarts::InPlace { .. })
+    }
+
+    /// Where entry `i` starts in the payload; `None` past the end.
+    #[inline]
+    fn start(&self, i: usize) -> Option<usize> {
+        self.index.starts.get(&self.payload, i)
     }
 
     /// Its index (shared, not copied).
@@ -340,7 +461,7 @@ impl Leaf {
     /// succeeds.
     #[inline]
     fn split_entry(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        let mut c = Cur(self.payload.get(self.index.starts.get(i)?..)?);
+        let mut c = Cur(self.payload.get(self.start(i)?..self.index.entries_end)?);
         let len = c.len(self.index.compact)?;
         let key = c.take(usize::try_from(len).ok()?)?;
         Some((key, c.0))
@@ -416,17 +537,6 @@ impl Leaf {
             None => None,
         };
         slot.unwrap_or(empty)
-    }
-
-    /// Whether entry `i`'s value record was read from a mapped file and checked before
-    /// ([`Leaf::set_value_checked`]).
-    pub fn value_checked(&self, i: usize) -> bool {
-        self.index.checked.0.contains(i)
-    }
-
-    /// Records that entry `i`'s value record was read from a mapped file and its checksum held.
-    pub fn set_value_checked(&self, i: usize) {
-        self.index.checked.0.insert(i);
     }
 
     /// `part` (an inline value [`Leaf::value`] handed out) as a view of the leaf's bytes, no
@@ -525,23 +635,32 @@ fn put_value(out: &mut Vec<u8>, value: &ValueRef) {
     }
 }
 
-/// Encodes a leaf payload ([`PREFIX_LEAF_RECORD`]): the prefix the entries' user keys share,
-/// once, then each entry's internal key past it.
+/// Encodes a leaf payload ([`INDEXED_LEAF_RECORD`]): the prefix the entries' user keys share,
+/// once, then each entry's internal key past it, then where each entry starts (two bytes each
+/// while the entries end within 64 KiB, else four) and that width.
 pub fn encode_leaf(entries: &[LeafEntry]) -> Vec<u8> {
     let p = shared_prefix_len(entries);
     let prefix = entries.first().map_or(&[][..], |e| &e.ikey[..p]);
     let entry_bytes: usize = entries.iter().map(|e| e.encoded_len_past(p)).sum();
-    let mut out = Vec::with_capacity(PREFIX_LEAF_HEADER_BYTES + p + entry_bytes);
-    put_varint32(&mut out, entries.len() as u32);
+    let n = entries.len();
+    let mut out = Vec::with_capacity(LEAF_HEADER_BYTES + p + entry_bytes + 4 * n);
+    put_varint32(&mut out, n as u32);
     put_u64(&mut out, stored_end(entries));
     put_varint32(&mut out, p as u32);
     out.extend_from_slice(prefix);
+    let mut starts = Vec::with_capacity(n);
     for e in entries {
+        starts.push(out.len());
         let rest = &e.ikey[p..];
         put_varint32(&mut out, rest.len() as u32);
         out.extend_from_slice(rest);
         put_value(&mut out, &e.value);
     }
+    let width: u8 = if out.len() <= 1 << 16 { 2 } else { 4 };
+    for s in starts {
+        out.extend_from_slice(&(s as u32).to_le_bytes()[..usize::from(width)]);
+    }
+    out.push(width);
     out
 }
 
@@ -569,260 +688,5 @@ impl Cur<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::coding::put_u32;
-    use crate::table::jungle::node::{COMPACT_LEAF_RECORD, Node, RECORD_TRAILER_LEN, decode_node};
-
-    /// Encodes a leaf payload with fixed-width fields ([`LEAF_RECORD`], the format before
-    /// 2026-11-27), so tests can check that such leaves still read.
-    fn encode_fixed_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_u32(&mut out, entries.len() as u32);
-        for e in entries {
-            put_u32(&mut out, e.ikey.len() as u32);
-            out.extend_from_slice(&e.ikey);
-            match &e.value {
-                ValueRef::Inline(v) => {
-                    out.push(INLINE);
-                    put_u32(&mut out, v.len() as u32);
-                    out.extend_from_slice(v);
-                }
-                ValueRef::Stored(h, _) => {
-                    out.push(REFERENCE);
-                    put_u64(&mut out, h.offset);
-                    put_u32(&mut out, h.size);
-                }
-            }
-        }
-        out
-    }
-
-    /// Encodes a compact leaf payload with whole keys ([`COMPACT_LEAF_RECORD`], written on
-    /// 2026-11-27), so tests can check that such leaves still read.
-    fn encode_compact_leaf(entries: &[LeafEntry]) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_varint32(&mut out, entries.len() as u32);
-        put_u64(&mut out, stored_end(entries));
-        for e in entries {
-            put_varint32(&mut out, e.ikey.len() as u32);
-            out.extend_from_slice(&e.ikey);
-            put_value(&mut out, &e.value);
-        }
-        out
-    }
-
-    fn entries() -> Vec<LeafEntry> {
-        vec![
-            LeafEntry {
-                ikey: b"apple\x01\0\0\0\0\0\0\0".to_vec(),
-                value: ValueRef::Inline(b"red".to_vec()),
-            },
-            LeafEntry {
-                ikey: b"banana\x01\0\0\0\0\0\0\0".to_vec(),
-                value: ValueRef::Stored(
-                    Handle {
-                        offset: 300_000,
-                        size: 1024,
-                    },
-                    CompressionType::None,
-                ),
-            },
-            LeafEntry {
-                ikey: b"cherry\x01\0\0\0\0\0\0\0".to_vec(),
-                value: ValueRef::Stored(
-                    Handle {
-                        offset: 1 << 40,
-                        size: 5,
-                    },
-                    CompressionType::None,
-                ),
-            },
-        ]
-    }
-
-    fn decoded(rtype: u8, payload: Vec<u8>) -> Vec<LeafEntry> {
-        match decode_node(rtype, Bytes::from(payload)) {
-            Some(Node::Leaf(leaf)) => {
-                assert_eq!(
-                    leaf.index().stored_end,
-                    (1 << 40) + 5 + RECORD_TRAILER_LEN as u64
-                );
-                leaf.entries().collect()
-            }
-            other => panic!("not a leaf: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn compact_leaves_round_trip_and_fixed_width_leaves_still_read() {
-        let compact = encode_compact_leaf(&entries());
-        assert_eq!(
-            compact.len(),
-            1 + 8 + entries().iter().map(LeafEntry::encoded_len).sum::<usize>(),
-        );
-        let fixed = encode_fixed_leaf(&entries());
-        assert!(
-            compact.len() + 10 < fixed.len(),
-            "{} vs {}",
-            compact.len(),
-            fixed.len()
-        );
-        assert_eq!(decoded(COMPACT_LEAF_RECORD, compact.clone()), entries());
-        assert_eq!(decoded(LEAF_RECORD, fixed.clone()), entries());
-        // Read as the other encoding, neither decodes.
-        assert!(decode_node(LEAF_RECORD, Bytes::from(compact.clone())).is_none());
-        assert!(decode_node(COMPACT_LEAF_RECORD, Bytes::from(fixed)).is_none());
-        // A truncated compact leaf is refused, never read past its end.
-        for cut in 0..compact.len() {
-            let short = Bytes::from(compact[..cut].to_vec());
-            assert!(
-                decode_node(COMPACT_LEAF_RECORD, short).is_none(),
-                "cut at {cut}"
-            );
-        }
-    }
-
-    /// Entries whose user keys share `shared` (plus one entry whose user key is `shared`
-    /// itself, so its key past the prefix is only its trailer).
-    fn prefixed(shared: &[u8]) -> Vec<LeafEntry> {
-        let mut out = vec![LeafEntry {
-            ikey: [shared, &[1, 0, 0, 0, 0, 0, 0, 0][..]].concat(),
-            value: ValueRef::Inline(b"bare".to_vec()),
-        }];
-        out.extend(entries().into_iter().map(|e| LeafEntry {
-            ikey: [shared, &e.ikey[..]].concat(),
-            // Compressed records are referred to by prefix leaves only.
-            value: match e.value {
-                ValueRef::Stored(h, _) if h.size == 5 => ValueRef::Stored(h, CompressionType::Lz4),
-                v => v,
-            },
-        }));
-        out
-    }
-
-    #[test]
-    fn prefix_leaves_store_the_shared_prefix_once_and_read_back_whole_keys() {
-        let es = prefixed(b"user:0000");
-        assert_eq!(shared_prefix_len(&es), 9);
-        let payload = encode_leaf(&es);
-        assert_eq!(
-            payload.len(),
-            1 + 8 + 1 + 9 + es.iter().map(|e| e.encoded_len_past(9)).sum::<usize>(),
-            "what the packer counts"
-        );
-        let whole = encode_compact_leaf(&es);
-        assert_eq!(payload.len() + 9 * (es.len() - 1) - 1, whole.len());
-        let Some(Node::Leaf(leaf)) = decode_node(PREFIX_LEAF_RECORD, Bytes::from(payload.clone()))
-        else {
-            panic!("not a prefix leaf");
-        };
-        assert_eq!(leaf.entries().collect::<Vec<_>>(), es);
-        assert_eq!(
-            leaf.logical_len(),
-            es.iter().map(LeafEntry::logical_len).sum()
-        );
-        let mut buf = vec![7; 3];
-        for (i, e) in es.iter().enumerate() {
-            assert_eq!(leaf.with_ikey(i, <[u8]>::to_vec), e.ikey);
-            leaf.ikey_into(i, &mut buf);
-            assert_eq!(buf, e.ikey);
-            let (p, rest) = leaf.ikey_parts(i);
-            assert_eq!((p, rest), (&e.ikey[..9], &e.ikey[9..]));
-            // The search sees whole keys: each key is found at its own index.
-            assert_eq!(leaf.partition_point(|k| k < &e.ikey[..]), i);
-        }
-        assert_eq!(leaf.ikey_vec(es.len()), b"");
-        // Leaves of keys sharing nothing, or too long for the stack buffer, read back too.
-        let long = prefixed(&[b'k'; 200]);
-        for es in [entries(), long] {
-            let payload = Bytes::from(encode_leaf(&es));
-            let Some(Node::Leaf(leaf)) = decode_node(PREFIX_LEAF_RECORD, payload) else {
-                panic!("not a prefix leaf");
-            };
-            assert_eq!(leaf.entries().collect::<Vec<_>>(), es);
-            let last = es.len() - 1;
-            assert_eq!(leaf.with_ikey(last, <[u8]>::to_vec), es[last].ikey);
-        }
-        // Truncated, or with a key shorter than a trailer past the prefix: refused.
-        for cut in 0..payload.len() {
-            let short = Bytes::from(payload[..cut].to_vec());
-            assert!(
-                decode_node(PREFIX_LEAF_RECORD, short).is_none(),
-                "cut at {cut}"
-            );
-        }
-        let mut bad = payload;
-        let first_entry = 1 + 8 + 1 + 9;
-        assert_eq!(bad[first_entry], 8);
-        bad[first_entry] = 7;
-        bad.remove(first_entry + 1);
-        assert!(decode_node(PREFIX_LEAF_RECORD, Bytes::from(bad)).is_none());
-    }
-
-    #[test]
-    fn leaves_past_64_kib_keep_wide_entry_offsets_and_read_back() {
-        // Entries starting past 64 KiB need four-byte offsets; a leaf of small entries is
-        // indexed in two bytes each, so a cache holds four times as many of them.
-        let big: Vec<LeafEntry> = (0..4u8)
-            .map(|i| LeafEntry {
-                ikey: [b"key", &[i][..], &[1, 0, 0, 0, 0, 0, 0, 0][..]].concat(),
-                value: ValueRef::Inline(vec![i; 30_000]),
-            })
-            .collect();
-        let payload = encode_leaf(&big);
-        assert!(payload.len() > 1 << 16);
-        let Some(Node::Leaf(wide)) = decode_node(PREFIX_LEAF_RECORD, Bytes::from(payload)) else {
-            panic!("not a leaf");
-        };
-        assert!(matches!(wide.index.starts, EntryStarts::Wide(_)));
-        assert_eq!(wide.entries().collect::<Vec<_>>(), big);
-        let Some(Node::Leaf(narrow)) =
-            decode_node(PREFIX_LEAF_RECORD, Bytes::from(encode_leaf(&big[..1])))
-        else {
-            panic!("not a leaf");
-        };
-        assert!(matches!(narrow.index.starts, EntryStarts::Narrow(_)));
-        assert_eq!(narrow.entries().collect::<Vec<_>>(), big[..1]);
-        // Past the last entry: an empty key and value, never a panic.
-        assert_eq!(wide.ikey_vec(4), b"");
-        assert_eq!(wide.value(4), ValueSlot::Inline(&[]));
-        let per_entry = |l: &Leaf| l.index.starts.bytes() / l.len();
-        assert_eq!((per_entry(&narrow), per_entry(&wide)), (2, 4));
-        assert!(narrow.index.charge() < wide.index.charge());
-    }
-
-    #[test]
-    fn reference_tags_state_the_widths_they_are_written_with() {
-        for (offset, size) in [
-            (0u64, 0u32),
-            (255, 1),
-            (256, 256),
-            (1 << 40, u32::MAX),
-            (u64::MAX, 7),
-        ] {
-            for compression in [CompressionType::None, CompressionType::Lz4] {
-                let h = Handle { offset, size };
-                let tag = reference_tag(h, compression);
-                let (ow, sw, c) = reference_widths(tag).unwrap();
-                assert_eq!(
-                    (ow, sw, c),
-                    (le_width(offset), le_width(u64::from(size)), compression)
-                );
-                let mut bytes = vec![];
-                bytes.extend_from_slice(&offset.to_le_bytes()[..ow]);
-                bytes.extend_from_slice(&size.to_le_bytes()[..sw]);
-                assert_eq!(Cur(&bytes).value_handle(true, tag), Some((h, compression)));
-                // A fixed-width leaf (type 2) has no compressed references.
-                assert_eq!(Cur(&[0; 12]).value_handle(false, tag).is_some(), tag == 1);
-            }
-        }
-        assert_eq!(reference_widths(INLINE), None);
-        assert_eq!(
-            reference_widths(REFERENCE | 0x80),
-            None,
-            "bit 7 is not a width"
-        );
-        assert_eq!(reference_widths(3), None, "kind 3 is not a reference");
-    }
-}
+#[path = "leaf_tests.rs"]
+mod tests;

@@ -17,13 +17,16 @@
 //!                    | tag: u8 | ref)*   stored_end: end of the furthest value record referred to
 //!                      tag 0: value_len: varint32 | value (inline)
 //!                      tag 1 | ow - 1 << 2 | sw - 1 << 5: offset (ow bytes) | size (sw bytes)
-//!   type 6 leaf      (prefix, written since 2026-11-27; types 2 and 5 still read)
+//!   type 6 leaf      (prefix, written on 2026-11-27 before type 8; still read)
 //!                    count: varint32 | stored_end: u64 | prefix_len: varint32 | prefix
 //!                    | (rest_len: varint32 | internal key past the prefix | tag: u8 | ref)*
 //!                    prefix: the bytes every entry's user key starts with; ref as in type 5,
 //!                    or tag 2 | ow - 1 << 2 | sw - 1 << 5 for a type 7 record (since 2026-11-27)
 //!   type 7 value     LZ4-compressed (since 2026-11-27): uncompressed_len: u32 | LZ4 block, as
 //!                    a table block of compression type 1; written where it saves an eighth
+//!   type 8 leaf      (indexed, written since 2026-11-27; types 2, 5 and 6 still read)
+//!                    a type 6 leaf's payload | offset: uW per entry (where it starts) | W: u8
+//!                    W = 2 when the entries end within 64 KiB, else 4
 //! commit    := body | body_len: u32 | magic: u64 | masked crc32c: u32 (of everything before)
 //!   body    := root: u64 | root_size: u32 | height: u32 | live_bytes: u64 | total_bytes: u64
 //!              | entries: u64 | smallest_seq: u64 | largest_seq: u64 | prev: u64 (MAX: none)

@@ -1,6 +1,6 @@
 //! The records of a tree file: checksummed values, nodes and filters (all `payload | type: u8 |
 //! masked crc32c: u32`): their types, handles, internal nodes, and reading and checking a
-//! record. Leaves, their three encodings and their cached index are in `leaf.rs`. See the
+//! record. Leaves, their four encodings and their cached index are in `leaf.rs`. See the
 //! layout in `mod.rs`; every number here is on disk and frozen.
 
 use std::path::Path;
@@ -33,9 +33,13 @@ pub const FILTER_RECORD: u8 = 4;
 /// type [`LEAF_RECORD`], with fixed-width fields, still reads).
 pub const COMPACT_LEAF_RECORD: u8 = 5;
 /// Record type of a prefix leaf: a compact leaf that stores the prefix its entries' user keys
-/// share once and each entry's internal key past it (written since 2026-11-27, after type 5;
-/// leaves of types [`LEAF_RECORD`] and [`COMPACT_LEAF_RECORD`] still read).
+/// share once and each entry's internal key past it (written on 2026-11-27, after type 5;
+/// still read, as are leaves of types [`LEAF_RECORD`] and [`COMPACT_LEAF_RECORD`]).
 pub const PREFIX_LEAF_RECORD: u8 = 6;
+/// Record type of an indexed leaf: a prefix leaf followed by the offset of each entry, so a
+/// reader binary-searches it in place with nothing decoded or cached (written since
+/// 2026-11-27, after type 6; leaves of types 2, 5 and 6 still read).
+pub const INDEXED_LEAF_RECORD: u8 = 8;
 
 /// The record type of a value record stored with `compression`.
 pub fn value_record_type(compression: CompressionType) -> u8 {
@@ -174,7 +178,7 @@ impl<'a> Cur<'a> {
 pub fn decode_node(rtype: u8, payload: Bytes) -> Option<Node> {
     if matches!(
         rtype,
-        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD
+        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD | INDEXED_LEAF_RECORD
     ) {
         return Leaf::decode(payload, rtype).map(Node::Leaf);
     }
@@ -327,8 +331,11 @@ fn check_record(buf: &[u8], path: &Path, handle: Handle, rtype: u8, verify: bool
         (Some(p), Some([t, c @ ..])) => (p, *t, get_u32(c).unwrap_or_default()),
         _ => return Err(Error::corruption(path, handle.offset, "short record read")),
     };
-    let leaf_types =
-        rtype == LEAF_RECORD && matches!(stored_type, COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD);
+    let leaf_types = rtype == LEAF_RECORD
+        && matches!(
+            stored_type,
+            COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD | INDEXED_LEAF_RECORD
+        );
     if stored_type != rtype && !leaf_types {
         return Err(Error::corruption(
             path,
@@ -354,7 +361,7 @@ pub fn record_name(rtype: u8) -> &'static str {
     match rtype {
         VALUE_RECORD => "value",
         LZ4_VALUE_RECORD => "compressed value",
-        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD => "leaf node",
+        LEAF_RECORD | COMPACT_LEAF_RECORD | PREFIX_LEAF_RECORD | INDEXED_LEAF_RECORD => "leaf node",
         INTERNAL_RECORD => "internal node",
         FILTER_RECORD => "filter",
         _ => "record",

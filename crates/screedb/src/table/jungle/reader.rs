@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -14,14 +14,16 @@ use super::fences::LeafFences;
 use super::iter::{Cursor, TreeIterator};
 use super::leaf::{Leaf, LeafIndex, ValueSlot};
 use super::node::{
-    FILTER_RECORD, Handle, Node, decompress_value, decompress_value_into, read_checked_payload,
-    read_node, read_record, read_record_bytes, value_record_type,
+    FILTER_RECORD, Handle, LEAF_RECORD, Node, RECORD_TRAILER_LEN, decompress_value,
+    decompress_value_into, read_checked_payload, read_node, read_record, read_record_bytes,
+    value_record_type,
 };
 use super::{Commit, TreeOptions};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key::parse_internal_key;
+use crate::table::checked_once::CheckedOnce;
 use crate::table::{BloomFilter, CompressionType};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -50,7 +52,19 @@ pub struct TreeReader {
     internal_bytes: u64,
     /// Leaves shared by every open tree, if the engine gave one.
     cache: Option<Arc<NodeCache>>,
+    /// Which records of a mapped file this reader has read and checked ([`CHECKED_GRANULE`]):
+    /// indexed leaves (every entry, and the checksum unless `verify_checksums` is off) and
+    /// value records (checksum). Later reads
+    /// through the map use them in place unchecked, as a sorted table's blocks are checked
+    /// once ([`CheckedOnce`]). Made at the first such read.
+    checked: OnceLock<CheckedOnce>,
 }
+
+/// Bytes of a tree file per bit of [`TreeReader::checked`]: no two records spanning at least this
+/// many bytes (payload and trailer) start in one granule, so each has a bit of its own (a value
+/// record past `inline_value_max`, 64 bytes by default, always does). A smaller record has none
+/// and is checked on every read.
+const CHECKED_GRANULE: u64 = 64;
 
 /// The leaves of every open tree (internal nodes stay with their reader), keyed by `(file
 /// number, offset)` and bounded in bytes. Safe without invalidation: a node a reader can reach
@@ -163,6 +177,7 @@ impl TreeReader {
             fences: LeafFences::default(),
             internal_bytes: 0,
             cache: None,
+            checked: OnceLock::new(),
         };
         if let Some(h) = tree.root() {
             let root = Arc::new(tree.read_node(h, tree.commit.height == 1)?);
@@ -259,13 +274,41 @@ impl TreeReader {
         self.filter_bytes.as_deref()
     }
 
-    /// Bytes this reader keeps in memory: the filter, the commit's key range and the internal
-    /// nodes' payloads (the root's included).
+    /// Bytes this reader keeps in memory: the filter, the commit's key range, the internal
+    /// nodes' payloads (the root's included) and the bits of the records it checked.
     pub fn metadata_bytes(&self) -> u64 {
         (self.filter_bytes.as_ref().map_or(0, Vec::len)
             + self.commit.smallest.len()
-            + self.commit.largest.len()) as u64
+            + self.commit.largest.len()
+            + self.checked.get().map_or(0, CheckedOnce::bytes)) as u64
             + self.internal_bytes
+    }
+
+    /// The bit of the record at `h` in [`TreeReader::checked`]; `None` for a record smaller
+    /// than [`CHECKED_GRANULE`].
+    fn checked_bit(h: Handle) -> Option<usize> {
+        let span = u64::from(h.size) + RECORD_TRAILER_LEN as u64;
+        (span >= CHECKED_GRANULE).then(|| usize::try_from(h.offset / CHECKED_GRANULE).ok())?
+    }
+
+    /// Whether this reader read and checked the record at `h` before.
+    fn was_checked(&self, h: Handle) -> bool {
+        match (Self::checked_bit(h), self.checked.get()) {
+            (Some(bit), Some(bits)) => bits.contains(bit),
+            _ => false,
+        }
+    }
+
+    /// Records that this reader read and checked the record at `h` (nothing if it is smaller
+    /// than a granule).
+    fn set_checked(&self, h: Handle) {
+        if let Some(bit) = Self::checked_bit(h) {
+            let granules = self.commit.offset.div_ceil(CHECKED_GRANULE);
+            let bits = self
+                .checked
+                .get_or_init(|| CheckedOnce::new(usize::try_from(granules).unwrap_or(0)));
+            bits.insert(bit);
+        }
     }
 
     /// The root node, decoded at open; `None` for an empty tree.
@@ -281,8 +324,9 @@ impl TreeReader {
         })
     }
 
-    /// The node at `handle`, a leaf if `leaf`: internal nodes from memory, leaves read (or
-    /// their entry offsets from the cache).
+    /// The node at `handle`, a leaf if `leaf`: internal nodes from memory; an indexed leaf of a
+    /// mapped file read in place (checked the first time); an older leaf read (or its entry
+    /// offsets taken from the cache).
     pub(super) fn node(&self, handle: Handle, leaf: bool) -> Result<Arc<Node>> {
         if let Some(root) = &self.root
             && Some(handle) == self.root()
@@ -300,11 +344,30 @@ impl TreeReader {
                 Err(_) => self.read_node(handle, false).map(Arc::new),
             };
         }
+        let mapped = self.file.is_mapped();
+        if mapped && self.was_checked(handle) {
+            let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
+            let payload = read_checked_payload(file, path, extent, handle, LEAF_RECORD)?;
+            return match Leaf::in_place(payload) {
+                Some(l) => Ok(Arc::new(Node::Leaf(l))),
+                None => Err(Error::corruption(
+                    path,
+                    handle.offset,
+                    "malformed leaf node",
+                )),
+            };
+        }
         let Some(cache) = &self.cache else {
-            return self.read_node(handle, leaf).map(Arc::new);
+            let node = self.read_node(handle, leaf)?;
+            if let Node::Leaf(l) = &node
+                && mapped
+                && l.is_indexed()
+            {
+                self.set_checked(handle);
+            }
+            return Ok(Arc::new(node));
         };
         let key = (self.file_number, handle.offset);
-        let mapped = self.file.is_mapped();
         match cache.cache.get(&key) {
             Some(Cached::Node(_, node)) => return Ok(node),
             // The bytes were checked when the index was cached and never change: read them in
@@ -319,6 +382,11 @@ impl TreeReader {
         }
         let node = Arc::new(self.read_node(handle, leaf)?);
         let cached = match &*node {
+            // Its offsets are in its bytes: nothing to cache but that it was checked.
+            Node::Leaf(l) if mapped && l.is_indexed() => {
+                self.set_checked(handle);
+                return Ok(node);
+            }
             Node::Leaf(l) if mapped => Cached::Leaf(l.index()),
             _ => Cached::Node(handle.size, Arc::clone(&node)),
         };
@@ -341,8 +409,8 @@ impl TreeReader {
 
     /// Entry `i`'s value as shared bytes: a view of the leaf, or of the value record in the
     /// file's map when the file is mapped, so an iterator stepping over entries copies nothing.
-    /// A value record read through the map has its checksum checked once while its leaf stays
-    /// cached (`Leaf::set_value_checked`), as a table block used in place is.
+    /// A value record read through the map has its checksum checked once by this reader
+    /// ([`TreeReader::checked`]), as a table block used in place is.
     /// A compressed value is decompressed into bytes of its own.
     pub(super) fn resolve_shared(&self, leaf: &Leaf, i: usize) -> Result<Bytes> {
         match self.stored_value(leaf, i)? {
@@ -386,7 +454,7 @@ impl TreeReader {
         let (file, path, extent) = (&*self.file, &self.path, self.commit.offset);
         let rtype = value_record_type(compression);
         let mapped = file.is_mapped();
-        let payload = if mapped && leaf.value_checked(i) {
+        let payload = if mapped && self.was_checked(h) {
             // Its type and checksum held when it was first read: its trailer, on another cache
             // line than the bytes the caller uses, is not read again.
             read_checked_payload(file, path, extent, h, rtype)?
@@ -394,7 +462,7 @@ impl TreeReader {
             let verify = self.opts.verify_checksums;
             let (bytes, _) = read_record_bytes(file, path, extent, h, rtype, verify)?;
             if verify && mapped {
-                leaf.set_value_checked(i);
+                self.set_checked(h);
             }
             bytes
         };

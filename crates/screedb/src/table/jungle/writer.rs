@@ -6,9 +6,11 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use super::commit::{commit_record_len, encode_commit};
-use super::leaf::{LeafEntry, PREFIX_LEAF_HEADER_BYTES, ValueRef, common_prefix_len, encode_leaf};
+use super::leaf::{
+    LEAF_HEADER_BYTES, LEAF_OFFSET_BYTES, LeafEntry, ValueRef, common_prefix_len, encode_leaf,
+};
 use super::node::{
-    Child, FILTER_RECORD, Handle, INTERNAL_RECORD, PREFIX_LEAF_RECORD, RECORD_TRAILER_LEN,
+    Child, FILTER_RECORD, Handle, INDEXED_LEAF_RECORD, INTERNAL_RECORD, RECORD_TRAILER_LEN,
     encode_internal, record_trailer, value_record_type,
 };
 use super::{Commit, SegmentStats, TreeOptions};
@@ -192,10 +194,12 @@ impl LeafPacker {
                     .leaf_prefix
                     .min(common_prefix_len(key::user_key(&first.ikey), group_key));
                 // Every entry's key holds the prefix, so this is at most the whole keys' bytes
-                // (an entry's key-length varint past the prefix is never longer).
+                // (an entry's key-length varint past the prefix is never longer), and each
+                // entry's offset.
                 let n = self.leaf.len() + self.group.len();
-                let bytes = (PREFIX_LEAF_HEADER_BYTES + p + self.leaf_bytes + self.group_bytes)
-                    .saturating_sub(n * p);
+                let bytes = (LEAF_HEADER_BYTES + p + self.leaf_bytes + self.group_bytes)
+                    .saturating_sub(n * p)
+                    + n * LEAF_OFFSET_BYTES;
                 (bytes <= self.node_bytes).then_some(p)
             }
             None => None,
@@ -216,7 +220,7 @@ impl LeafPacker {
         if let (Some(f), Some(l)) = (self.leaf.first(), self.leaf.last()) {
             let child = w.node(
                 &encode_leaf(&self.leaf),
-                PREFIX_LEAF_RECORD,
+                INDEXED_LEAF_RECORD,
                 &f.ikey,
                 &l.ikey,
             )?;
