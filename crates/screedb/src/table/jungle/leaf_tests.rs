@@ -72,15 +72,19 @@ fn entries() -> Vec<LeafEntry> {
 }
 
 fn decoded(rtype: u8, payload: Vec<u8>) -> Vec<LeafEntry> {
+    let leaf = leaf_of(rtype, payload);
+    assert_eq!(
+        leaf.index().stored_end,
+        (1 << 40) + 5 + RECORD_TRAILER_LEN as u64
+    );
+    leaf.entries().collect()
+}
+
+/// `payload` decoded as a leaf of record type `rtype`, or a panic.
+fn leaf_of(rtype: u8, payload: Vec<u8>) -> Leaf {
     match decode_node(rtype, Bytes::from(payload)) {
-        Some(Node::Leaf(leaf)) => {
-            assert_eq!(
-                leaf.index().stored_end,
-                (1 << 40) + 5 + RECORD_TRAILER_LEN as u64
-            );
-            leaf.entries().collect()
-        }
-        other => panic!("not a leaf: {other:?}"),
+        Some(Node::Leaf(leaf)) => leaf,
+        other => panic!("not a leaf of type {rtype}: {other:?}"),
     }
 }
 
@@ -138,14 +142,6 @@ fn prefix_leaf(es: &[LeafEntry]) -> Vec<u8> {
     let width = usize::from(*out.last().unwrap());
     out.truncate(out.len() - 1 - width * es.len());
     out
-}
-
-/// `payload` decoded as a leaf of record type `rtype`, or a panic.
-fn leaf_of(rtype: u8, payload: Vec<u8>) -> Leaf {
-    match decode_node(rtype, Bytes::from(payload)) {
-        Some(Node::Leaf(leaf)) => leaf,
-        other => panic!("not a leaf of type {rtype}: {other:?}"),
-    }
 }
 
 #[test]

@@ -66,7 +66,8 @@ pub struct TreeReader {
 /// and is checked on every read.
 const CHECKED_GRANULE: u64 = 64;
 
-/// The leaves of every open tree (internal nodes stay with their reader), keyed by `(file
+/// The leaves of every open tree that a reader cannot search in place (internal nodes stay with
+/// their reader; an indexed leaf of a mapped file needs nothing kept), keyed by `(file
 /// number, offset)` and bounded in bytes. Safe without invalidation: a node a reader can reach
 /// lies below a commit, and bytes below a commit never change (file numbers are never reused).
 pub struct NodeCache {
@@ -110,7 +111,7 @@ impl fmt::Debug for NodeCache {
 impl NodeCache {
     /// A cache of at most about `capacity_bytes` of node payloads.
     pub fn new(capacity_bytes: u64) -> NodeCache {
-        // Mostly the entry offsets of leaves of mapped files: a few hundred bytes each.
+        // Mostly the entry offsets of older leaves of mapped files: a few hundred bytes each.
         let items = usize::try_from(capacity_bytes / 512)
             .unwrap_or(usize::MAX)
             .max(16);
@@ -243,7 +244,8 @@ impl TreeReader {
         fences
     }
 
-    /// Caches the leaves this reader decodes in `cache` (its internal nodes are its own).
+    /// Caches the leaves this reader decodes in `cache` (its internal nodes are its own; an
+    /// indexed leaf of a mapped file is not cached, see [`TreeReader::node`]).
     pub fn with_node_cache(mut self, cache: Option<Arc<NodeCache>>) -> TreeReader {
         self.cache = cache;
         self
@@ -357,18 +359,8 @@ impl TreeReader {
                 )),
             };
         }
-        let Some(cache) = &self.cache else {
-            let node = self.read_node(handle, leaf)?;
-            if let Node::Leaf(l) = &node
-                && mapped
-                && l.is_indexed()
-            {
-                self.set_checked(handle);
-            }
-            return Ok(Arc::new(node));
-        };
         let key = (self.file_number, handle.offset);
-        match cache.cache.get(&key) {
+        match self.cache.as_ref().and_then(|c| c.cache.get(&key)) {
             Some(Cached::Node(_, node)) => return Ok(node),
             // The bytes were checked when the index was cached and never change: read them in
             // place again.
@@ -390,7 +382,9 @@ impl TreeReader {
             Node::Leaf(l) if mapped => Cached::Leaf(l.index()),
             _ => Cached::Node(handle.size, Arc::clone(&node)),
         };
-        cache.cache.insert(key, cached);
+        if let Some(cache) = &self.cache {
+            cache.cache.insert(key, cached);
+        }
         Ok(node)
     }
 
