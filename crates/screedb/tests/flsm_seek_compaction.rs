@@ -43,13 +43,18 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 /// Opens a database with `o` and loads every key three times in a scattered order, so guards
-/// collect overlapping fragments; returns once compactions are done.
+/// collect overlapping fragments; returns once compactions are done. Waiting for the background
+/// work every 64 puts makes the tree it leaves the same on every run: left to race the writer,
+/// compactions sometimes left no guard that 12,000 gets would push past a threshold of 64.
 fn load(o: Options) -> Db {
     let db = Db::open("/db", o).unwrap();
     for round in 0..3u64 {
         for i in 0..KEYS {
             let k = (i * 7919 + round * 13) % KEYS;
             db.put(key(k), format!("value-{round}-{k:0>40}")).unwrap();
+            if i % 64 == 63 {
+                db.wait_for_idle().unwrap();
+            }
         }
     }
     db.flush().unwrap();
