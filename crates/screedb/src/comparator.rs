@@ -121,6 +121,12 @@ impl InternalKeyComparator {
         InternalKeyComparator { user, bytewise }
     }
 
+    /// Whether user keys compare as byte strings (so a prefix they share can be taken off
+    /// both sides of a comparison without changing its answer).
+    pub fn is_bytewise(&self) -> bool {
+        self.bytewise
+    }
+
     /// The user comparator.
     pub fn user(&self) -> &Arc<dyn Comparator> {
         &self.user

@@ -116,10 +116,7 @@ impl TableReader for TreeTable {
                 cs.partition_point(|c| icmp.compare(&c.last, ikey) == Ordering::Less),
                 cs.len(),
             ),
-            Node::Leaf(leaf) => (
-                leaf.partition_point(|k| icmp.compare(k, ikey) == Ordering::Less),
-                leaf.len(),
-            ),
+            Node::Leaf(leaf) => (leaf.lower_bound(icmp, ikey), leaf.len()),
         };
         if n == 0 {
             return 0;

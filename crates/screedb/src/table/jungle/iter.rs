@@ -101,7 +101,7 @@ impl Cursor {
                     self.stack.push((node, i));
                 }
                 Node::Leaf(leaf) => {
-                    let i = leaf.partition_point(|k| icmp.compare(k, target) == Ordering::Less);
+                    let i = leaf.lower_bound(icmp, target);
                     let past = i >= leaf.len();
                     self.stack.push((node, i));
                     if past {

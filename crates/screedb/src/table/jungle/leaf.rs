@@ -5,12 +5,14 @@
 //! a leaf of an older type is decoded once into a [`LeafIndex`] (where each entry starts) that
 //! a cache keeps for a mapped file.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use super::node::{Cur, Handle, INDEXED_LEAF_RECORD, LEAF_RECORD, PREFIX_LEAF_RECORD};
 use crate::coding::{put_u64, put_varint32, varint_len};
+use crate::comparator::InternalKeyComparator;
 use crate::key;
 use crate::table::compression::CompressionType;
 
@@ -573,6 +575,37 @@ impl Leaf {
                 prefix + rest as u64 + self.value(i).value_len()
             })
             .sum()
+    }
+
+    /// The index of the first entry whose internal key is >= `target` (the length past the
+    /// last). Under a bytewise comparator the leaf's prefix is compared with `target` once:
+    /// a target outside it lies before or after every entry, and one inside it is compared
+    /// from past the prefix, against each entry's stored bytes in place, with no key assembled.
+    pub fn lower_bound(&self, icmp: &InternalKeyComparator, target: &[u8]) -> usize {
+        let prefix = self.prefix();
+        if prefix.is_empty() || !icmp.is_bytewise() || target.len() < key::TRAILER_LEN {
+            return self.partition_point(|k| icmp.compare(k, target) == Ordering::Less);
+        }
+        let user = key::user_key(target);
+        let Some(rest) = user.strip_prefix(prefix) else {
+            // Every entry's user key is `prefix` and more: a target not starting with it sorts
+            // before all of them or after all of them.
+            return if user < prefix { 0 } else { self.len() };
+        };
+        // `target` past the prefix, trailer included: ordered against the entries' stored
+        // keys as the whole keys are.
+        let target = &target[target.len() - rest.len() - key::TRAILER_LEN..];
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let stored = self.split_entry(mid).map_or(&[][..], |(k, _)| k);
+            if icmp.compare(stored, target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The number of leading entries whose key satisfies `pred` (which must hold for a prefix

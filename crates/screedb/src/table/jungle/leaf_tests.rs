@@ -325,3 +325,46 @@ fn reference_tags_state_the_widths_they_are_written_with() {
     );
     assert_eq!(reference_widths(3), None, "kind 3 is not a reference");
 }
+
+/// `lower_bound` compares a target with the leaf's prefix once and the rest of each key in
+/// place: for targets before, inside, equal to and past the prefix (and keys that are only
+/// the prefix), it answers what comparing whole keys one by one answers.
+#[test]
+fn lower_bound_past_the_prefix_agrees_with_comparing_whole_keys() {
+    use crate::comparator::{InternalKeyComparator, default_comparator};
+    use crate::key::{ValueKind, make_internal_key};
+    let icmp = InternalKeyComparator::new(default_comparator());
+    let users: Vec<&[u8]> = vec![
+        b"key:0", b"key:00", b"key:07", b"key:1", b"key:19", b"key:2",
+    ];
+    let mut es = Vec::new();
+    for u in &users {
+        for seq in [30, 20, 10] {
+            es.push(LeafEntry {
+                ikey: make_internal_key(u, seq, ValueKind::Value),
+                value: ValueRef::Inline(u.to_vec()),
+            });
+        }
+    }
+    let leaf = leaf_of(INDEXED_LEAF_RECORD, encode_leaf(&es));
+    assert_eq!(leaf.prefix(), b"key:");
+    let probes: Vec<&[u8]> = vec![
+        b"", b"a", b"k", b"key", b"key:", b"key:0", b"key:00", b"key:000", b"key:05", b"key:1",
+        b"key:2", b"key:3", b"key;", b"kez", b"z",
+    ];
+    for u in probes {
+        for seq in [40, 30, 25, 10, 5] {
+            let target = make_internal_key(u, seq, ValueKind::Value);
+            let whole = es
+                .iter()
+                .take_while(|e| icmp.compare(&e.ikey, &target) == Ordering::Less)
+                .count();
+            assert_eq!(
+                leaf.lower_bound(&icmp, &target),
+                whole,
+                "{:?} at {seq}",
+                String::from_utf8_lossy(u)
+            );
+        }
+    }
+}

@@ -529,8 +529,7 @@ impl TreeReader {
                     height = height.saturating_sub(1);
                 }
                 Node::Leaf(leaf) => {
-                    let i =
-                        leaf.partition_point(|k| self.icmp.compare(k, target) == Ordering::Less);
+                    let i = leaf.lower_bound(&self.icmp, target);
                     if i < leaf.len() {
                         return Ok(Some((node, i)));
                     }
