@@ -80,6 +80,18 @@ impl Histogram {
         self.max = self.max.max(nanos);
     }
 
+    /// Records `n` latencies of `nanos` each (a batch's mean, per operation).
+    pub fn record_nanos_n(&mut self, nanos: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.buckets[bucket_of(nanos)] += n;
+        self.count += n;
+        self.sum += u128::from(nanos) * u128::from(n);
+        self.min = self.min.min(nanos);
+        self.max = self.max.max(nanos);
+    }
+
     /// Adds every latency `other` recorded.
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
