@@ -32,11 +32,13 @@ fn everysec_syncs_in_the_background() {
         c.set::<_, _, ()>(format!("k{i}"), i).unwrap();
     }
     let before = wal_syncs(&mut c);
-    std::thread::sleep(Duration::from_millis(2300));
+    // About one sync a second: at least two in 3.5 s even when a loaded machine delays a
+    // tick, and nowhere near one per write (100 were acknowledged before the window).
+    std::thread::sleep(Duration::from_millis(3500));
     let after = wal_syncs(&mut c);
     assert!(
-        (2..=4).contains(&(after - before)),
-        "{before} -> {after} syncs in 2.3 s"
+        (2..=5).contains(&(after - before)),
+        "{before} -> {after} syncs in 3.5 s"
     );
     drop(c);
     server.shutdown().unwrap();

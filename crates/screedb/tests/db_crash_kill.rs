@@ -190,7 +190,8 @@ fn spawn_child(dir: &Path, layout: &str, scenario: Scenario, start: u64) -> Run 
     }
 }
 
-/// Reads the child's lines until `stop` says so or `timeout` passes; returns (ready, last ack).
+/// Reads the child's lines until `stop` says so or `timeout` passes; returns whether `stop` held
+/// (asked once more when `timeout` passes, so a time-based stop holds for a silent child).
 fn read_until(
     run: &Run,
     ready: &mut bool,
@@ -214,7 +215,9 @@ fn read_until(
                     *acks += 1;
                 }
             }
-            Err(RecvTimeoutError::Timeout) => return false,
+            // A child still running but silent (a slow fsync on a loaded machine) has reached
+            // a time-based kill all the same; one that died is caught below.
+            Err(RecvTimeoutError::Timeout) => return stop(*ready, *acks),
             Err(RecvTimeoutError::Disconnected) => return false,
         }
     }
