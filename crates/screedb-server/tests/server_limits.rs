@@ -103,7 +103,7 @@ fn bad_requests_are_answered_and_closed() {
     // The client limit: the bystander plus 3 more is the limit; the next is refused. (Closed
     // connections leave the count as soon as the server notices.)
     drop(s);
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     let held: Vec<_> = (0..3).map(|_| connect(&server)).collect();
     let mut extra = raw(server.addr());
     let (got, _) = exchange(&mut extra, b"PING\r\n", 38);
