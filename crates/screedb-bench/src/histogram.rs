@@ -73,11 +73,7 @@ impl Histogram {
 
     /// Records one latency in nanoseconds.
     pub fn record_nanos(&mut self, nanos: u64) {
-        self.buckets[bucket_of(nanos)] += 1;
-        self.count += 1;
-        self.sum += u128::from(nanos);
-        self.min = self.min.min(nanos);
-        self.max = self.max.max(nanos);
+        self.record_nanos_n(nanos, 1);
     }
 
     /// Records `n` latencies of `nanos` each (a batch's mean, per operation).

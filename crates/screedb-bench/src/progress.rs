@@ -69,12 +69,7 @@ impl Meter<'_> {
     /// One call of `ops` operations that started at `start`.
     pub fn done(&mut self, start: Instant, ops: u64) {
         self.hist.record(start.elapsed());
-        self.ops += ops;
-        self.pending += ops;
-        if self.pending >= STEP {
-            self.progress.bar.inc(self.pending);
-            self.pending = 0;
-        }
+        self.count(ops);
     }
 
     /// `ops` operations done back to back since `start`, each counted in the latencies at
@@ -83,6 +78,11 @@ impl Meter<'_> {
     pub fn done_batch(&mut self, start: Instant, ops: u64) {
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.hist.record_nanos_n(nanos / ops.max(1), ops);
+        self.count(ops);
+    }
+
+    /// Adds `ops` to the count, and to the shared bar every [`STEP`] operations.
+    fn count(&mut self, ops: u64) {
         self.ops += ops;
         self.pending += ops;
         if self.pending >= STEP {

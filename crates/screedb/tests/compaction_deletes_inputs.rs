@@ -7,6 +7,8 @@
 
 use screedb::{Db, Options};
 
+mod purge_common;
+
 fn tables_on_disk(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
@@ -79,13 +81,9 @@ fn tables_an_iterator_pinned_are_deleted_when_it_is_dropped() {
         "the iterator pins the replaced tables"
     );
     drop(it);
-    // A background purge may hold what the drop released and still be deleting it (a reader
-    // does not wait for another thread's purge); nothing else runs now, so a table that stays
-    // past the deadline is one the drop did not release.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while tables_on_disk(dir.path()) != live && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert_eq!(tables_on_disk(dir.path()), live);
+    assert_eq!(
+        purge_common::tables_settle(live, || tables_on_disk(dir.path())),
+        live
+    );
     db.close().unwrap();
 }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use screedb::fs::{Fs, MemFs};
 use screedb::{Db, Error, Options, ReadOptions};
 
+mod purge_common;
+
 fn options(fs: &Arc<MemFs>) -> Options {
     Options {
         create_if_missing: true,
@@ -291,13 +293,7 @@ fn iterator_outlives_compaction_then_releases_obsolete_tables() {
 
     drop(it);
     let live: usize = db.stats().files_per_level.iter().sum();
-    // A background purge may hold what the drop released and still be deleting it (a reader
-    // does not wait for another thread's purge); nothing else runs now, so a table that stays
-    // past the deadline is one the drop did not release.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while table_files(&fs).len() != live && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    purge_common::tables_settle(live, || table_files(&fs).len());
     let remaining = table_files(&fs);
     assert_eq!(remaining.len(), live, "{remaining:?}");
     assert!(

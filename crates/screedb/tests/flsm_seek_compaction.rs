@@ -216,7 +216,6 @@ fn seeks_alone_compact_a_level0_left_under_its_trigger() {
         drop(it);
         db.wait_for_idle().unwrap();
     }
-    db.wait_for_idle().unwrap();
     let after = db.stats();
     assert_eq!(after.user_bytes_written, before.user_bytes_written);
     assert_eq!(after.files_per_level[0], 0, "{after}");

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use screedb::fs::{Fs, MemFs};
 use screedb::{Db, Options, ReadOptions};
 
+mod purge_common;
+
 fn options(fs: &Arc<MemFs>) -> Options {
     Options {
         create_if_missing: true,
@@ -110,15 +112,8 @@ fn iterator_keeps_a_moved_table_alive() {
     assert!(table_files(&fs).len() > live_tables(&db));
     // Dropping it deletes them.
     drop(it);
-    // A background purge may hold what the drop released and still be deleting it (a reader
-    // does not wait for another thread's purge); nothing else runs now, so a table that stays
-    // past the deadline is one the drop did not release.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while table_files(&fs).len() != live_tables(&db) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
     assert_eq!(
-        table_files(&fs).len(),
+        purge_common::tables_settle(live_tables(&db), || table_files(&fs).len()),
         live_tables(&db),
         "{:?}",
         table_files(&fs)

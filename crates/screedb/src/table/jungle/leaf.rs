@@ -595,26 +595,25 @@ impl Leaf {
         // `target` past the prefix, trailer included: ordered against the entries' stored
         // keys as the whole keys are.
         let target = &target[target.len() - rest.len() - key::TRAILER_LEN..];
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let stored = self.split_entry(mid).map_or(&[][..], |(k, _)| k);
-            if icmp.compare(stored, target) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.search(|i| {
+            let stored = self.split_entry(i).map_or(&[][..], |(k, _)| k);
+            icmp.compare(stored, target) == Ordering::Less
+        })
     }
 
     /// The number of leading entries whose key satisfies `pred` (which must hold for a prefix
     /// of the entries, as `slice::partition_point`).
     pub fn partition_point(&self, mut pred: impl FnMut(&[u8]) -> bool) -> usize {
+        self.search(|i| self.with_ikey(i, &mut pred))
+    }
+
+    /// The number of leading entries `i` for which `before(i)` holds (a prefix of them), by
+    /// binary search.
+    fn search(&self, mut before: impl FnMut(usize) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.with_ikey(mid, &mut pred) {
+            if before(mid) {
                 lo = mid + 1;
             } else {
                 hi = mid;
