@@ -25,7 +25,7 @@ fn seed() -> u64 {
 }
 
 /// Tiny trees and nodes, a low C and four levels: every mechanism of the layout runs within a
-/// few thousand writes.
+/// few thousand writes, level-1 guard pruning included (the other Jungle suites run without).
 fn options(fs: Arc<MemFs>) -> Options {
     Options {
         create_if_missing: true,
@@ -34,6 +34,7 @@ fn options(fs: Arc<MemFs>) -> Options {
             compaction_factor: 1.5,
             node_bytes: 512,
             inline_value_max: 16,
+            prune_guards: true,
             ..JungleOptions::default()
         }),
         write_buffer_size: 8 << 10,

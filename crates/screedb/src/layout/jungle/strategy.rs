@@ -22,11 +22,12 @@ use std::sync::Arc;
 use crate::compaction::{Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range};
 use crate::layout::flsm::guards;
 use crate::manifest::FileMeta;
+use crate::manifest::VersionEdit;
 use crate::options::{Layout, Options};
 use crate::table::TableFormat;
 use crate::version::{FileRef, Version};
 
-use super::JungleOptions;
+use super::{JungleOptions, upkeep};
 
 /// The Jungle strategy (its options come from `Options::layout`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -84,7 +85,12 @@ fn span(version: &Version, level: usize, s: &[u8], l: &[u8]) -> (usize, usize) {
 }
 
 /// True when a running job writes into one of the guard ranges `range` of `level`.
-fn span_busy(version: &Version, state: &State, level: usize, range: (usize, usize)) -> bool {
+pub(super) fn span_busy(
+    version: &Version,
+    state: &State,
+    level: usize,
+    range: (usize, usize),
+) -> bool {
     state.busy_ranges.iter().any(|(lv, s, l)| {
         let (a, b) = span(version, level, s, l);
         *lv == level && a <= range.1 && range.0 <= b
@@ -368,6 +374,14 @@ impl CompactionStrategy for Jungle {
         }
         // Background work is paused, so nothing is busy.
         Self::into_next(version, options, &State::default(), level, inputs)
+    }
+
+    /// With `prune_guards`, a level-1 guard range the merge leaves without a tree is joined to
+    /// its neighbour ([`upkeep::drop_emptied_guards`]).
+    fn upkeep(&self, current: &Version, options: &Options, state: &State, edit: &mut VersionEdit) {
+        if options_of(options).prune_guards {
+            upkeep::drop_emptied_guards(current, state, edit);
+        }
     }
 }
 
