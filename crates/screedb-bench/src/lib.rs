@@ -149,6 +149,14 @@ pub struct BenchArgs {
     /// bytes). Default: the layout's (3). Overridden by an engine spec's `c=`.
     #[arg(long)]
     pub compaction_factor: Option<f64>,
+    /// Jungle's node size in bytes (`JungleOptions::node_bytes`: a leaf or internal node is
+    /// closed at about this many bytes). Default: the layout's (4096). Other layouts ignore it.
+    #[arg(long)]
+    pub jungle_node_bytes: Option<usize>,
+    /// Jungle's `prune_guards`: join a level-1 guard range left without a tree to its
+    /// neighbour. Default: the layout's (false). Other layouts ignore it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub jungle_prune_guards: Option<bool>,
     /// Read tables through memory maps (ScreeDB's `mmap_reads`, RocksDB's `allow_mmap_reads`).
     /// Default: each engine's own (ScreeDB true, RocksDB false). Maps make the kernel read
     /// around every fault, so device bytes per get are best measured with `false`.
@@ -438,6 +446,9 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         target_file_size: args.target_file_size,
         max_bytes_for_level_base: args.max_bytes_for_level_base,
         compaction_factor: args.compaction_factor,
+        create_if_missing: !args.use_existing_db,
+        jungle_node_bytes: args.jungle_node_bytes,
+        jungle_prune_guards: args.jungle_prune_guards,
         mmap_reads: args.mmap_reads,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         prefix_bloom_len: args.prefix_bloom_len,
@@ -744,6 +755,23 @@ mod tests {
         .unwrap();
         assert_eq!(report.skipped.len(), 1);
         assert_eq!(report.results[0].found, Some(500));
+    }
+
+    #[test]
+    fn an_existing_database_that_is_not_there_is_an_error() {
+        // A directory without a database (a mistyped store, a compare's subdirectory) must not
+        // be read as a fresh empty database.
+        let dir = tempfile::tempdir().unwrap();
+        let args = BenchArgs::from_flags([
+            format!("--db={}", dir.path().display()),
+            "--benchmarks=readrandom".into(),
+            "--use_existing_db".into(),
+            "--num=100".into(),
+        ])
+        .unwrap();
+        let err = run(args).unwrap_err().to_string();
+        assert!(err.contains("create_if_missing"), "{err}");
+        assert!(!dir.path().join("CURRENT").exists());
     }
 
     #[test]

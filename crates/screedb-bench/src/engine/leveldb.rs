@@ -58,7 +58,7 @@ fn take_error(api: &Api, err: *mut c_char, op: &'static str) -> Result<()> {
 }
 
 impl LevelDbEngine {
-    /// Opens (creating if missing) the database in `dir` through `api`.
+    /// Opens (creating it if missing and `config` says so) the database in `dir` through `api`.
     pub fn open(api: Api, name: &'static str, dir: &Path, config: &EngineConfig) -> Result<Self> {
         if config.compression != Compression::None {
             return Err(Error::invalid(
@@ -73,7 +73,7 @@ impl LevelDbEngine {
         // same library; `open` reads `options` and `path`, both live for the call.
         unsafe {
             let options = (api.options_create)();
-            (api.options_set_create_if_missing)(options, 1);
+            (api.options_set_create_if_missing)(options, u8::from(config.create_if_missing));
             (api.options_set_write_buffer_size)(options, config.write_buffer_size);
             let cache = (api.cache_create_lru)(config.cache_size);
             (api.options_set_cache)(options, cache);

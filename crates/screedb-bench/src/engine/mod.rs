@@ -67,6 +67,14 @@ pub struct EngineConfig {
     pub max_bytes_for_level_base: Option<u64>,
     /// Jungle's compaction factor C (`None`: the layout's default); other layouts ignore it.
     pub compaction_factor: Option<f64>,
+    /// Create the database if the directory holds none (false under `--use_existing_db`, as
+    /// db_bench's `create_if_missing = !use_existing_db`: a mistyped path is an error, not an
+    /// empty database read at millions of misses a second). fjall always creates.
+    pub create_if_missing: bool,
+    /// Jungle's node size (`None`: the layout's default); other layouts ignore it.
+    pub jungle_node_bytes: Option<usize>,
+    /// Jungle's `prune_guards` (`None`: the layout's default); other layouts ignore it.
+    pub jungle_prune_guards: Option<bool>,
     /// Read tables through memory maps (`None`: the engine's default); ScreeDB and RocksDB.
     pub mmap_reads: Option<bool>,
     /// RocksDB: index and filter blocks in the block cache rather than the heap.
@@ -91,6 +99,9 @@ impl EngineConfig {
             target_file_size: None,
             max_bytes_for_level_base: None,
             compaction_factor: None,
+            create_if_missing: true,
+            jungle_node_bytes: None,
+            jungle_prune_guards: None,
             mmap_reads: None,
             cache_index_and_filter_blocks: false,
             prefix_bloom_len: 0,

@@ -79,7 +79,7 @@ impl RocksDbEngine {
             table.set_cache_index_and_filter_blocks(true);
         }
         let mut opts = Options::default();
-        opts.create_if_missing(true);
+        opts.create_if_missing(config.create_if_missing);
         opts.set_write_buffer_size(config.write_buffer_size);
         // The level shape flags ScreeDB takes, so "the same flags" means the same tree shape.
         if let Some(bytes) = config.target_file_size {

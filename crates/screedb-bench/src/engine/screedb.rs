@@ -16,7 +16,7 @@ pub struct ScreeDbEngine {
 impl ScreeDbEngine {
     /// Opens the database in `dir` with `config` applied over the default options.
     pub fn open(dir: &Path, config: &EngineConfig) -> Result<Self> {
-        let mut options = Options::default().create_if_missing(true);
+        let mut options = Options::default().create_if_missing(config.create_if_missing);
         options.write_buffer_size = config.write_buffer_size;
         options.block_cache_bytes = config.cache_size;
         options.bloom_bits_per_key = config.bloom_bits;
@@ -34,6 +34,16 @@ impl ScreeDbEngine {
             (config.compaction_factor, &mut options.layout)
         {
             jungle.compaction_factor = c;
+        }
+        if let (Some(bytes), ::screedb::Layout::Jungle(jungle)) =
+            (config.jungle_node_bytes, &mut options.layout)
+        {
+            jungle.node_bytes = bytes;
+        }
+        if let (Some(prune), ::screedb::Layout::Jungle(jungle)) =
+            (config.jungle_prune_guards, &mut options.layout)
+        {
+            jungle.prune_guards = prune;
         }
         if let (Some(percent), ::screedb::Layout::Trie(trie)) =
             (config.gc_garbage_percent, &mut options.layout)
