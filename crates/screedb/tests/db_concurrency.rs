@@ -222,6 +222,13 @@ fn writers_readers_and_snapshot_scans_at_once() {
             })
             .collect();
         thread::sleep(RUN_FOR);
+        // Past RUN_FOR, until a flush and a compaction have run alongside the threads (a slow,
+        // shared machine may not have finished one in time); bounded, so a stuck engine fails.
+        while (db.stats().flushes == 0 || db.stats().compactions == 0)
+            && started.elapsed() < RUN_FOR * 15
+        {
+            thread::sleep(Duration::from_millis(50));
+        }
         stop.store(true, Ordering::Relaxed);
         let last: Vec<Vec<u64>> = writers.into_iter().map(|h| h.join().unwrap()).collect();
         let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
