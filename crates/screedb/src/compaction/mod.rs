@@ -10,6 +10,7 @@
 mod clusters;
 mod filter;
 pub mod job;
+mod sync_batch;
 pub mod tree_job;
 
 pub use filter::CompactionFilter;

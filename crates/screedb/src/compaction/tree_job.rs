@@ -16,8 +16,8 @@
 //! tree's older versions of a key are judged with the new ones. A tombstone of the oldest
 //! stripe is dropped only when no level below the output holds its key.
 //!
-//! Crash safety: an appended segment is synced by [`append_segment`] before the edit that
-//! moves the tree's extent is logged, new trees are synced and their directory entries made
+//! Crash safety: every appended segment and new tree is synced before the edit that names it
+//! is logged (the job's files together, [`SyncBatch`]), new trees' directory entries are made
 //! durable first, and every grown or new tree is opened again (its commit and filter checked)
 //! before the edit names it. A crash before the edit leaves a tail past the MANIFEST's extent,
 //! which readers never see and the next open cuts away.
@@ -26,6 +26,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use super::job::{JobContext, JobStats, Survivors};
+use super::sync_batch::{MAX_PENDING, SyncBatch};
 use super::{MergeSpec, OutputPlan};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -74,6 +75,8 @@ struct TreeMerge<'a, 'c> {
     grown: Vec<FileMeta>,
     emptied: Vec<u64>,
     created: Vec<FileMeta>,
+    /// The files written and not yet synced.
+    syncs: SyncBatch,
 }
 
 /// Executes a merge whose plan is [`OutputPlan::Trees`]: returns the edit that removes the
@@ -165,8 +168,10 @@ fn into_trees(
         grown: Vec::new(),
         emptied: Vec::new(),
         created: Vec::new(),
+        syncs: SyncBatch::default(),
     };
     m.run(input)?;
+    m.syncs.sync_all()?;
 
     if !m.created.is_empty() {
         // The new trees' directory entries must be durable before an edit names them.
@@ -353,7 +358,9 @@ impl TreeMerge<'_, '_> {
             ctx.table_options.tree.clone(),
             ctx.icmp.clone(),
         )?;
-        let file = ctx.fs.open_appendable(&path, tree.file_size)?;
+        let file = self
+            .syncs
+            .defer(ctx.fs.open_appendable(&path, tree.file_size)?);
         let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
         let (version, out) = (self.version, self.out);
         let mut dropped = 0u64;
@@ -375,6 +382,7 @@ impl TreeMerge<'_, '_> {
             batch.into_iter().map(Ok),
             &mut keep,
         )?;
+        self.sync_if_many()?;
         self.stats.entries_dropped += dropped;
         let appended = commit.len - tree.file_size;
         self.stats.bytes_written += appended;
@@ -457,14 +465,23 @@ impl TreeMerge<'_, '_> {
         let commit = write_tree(
             &ctx.table_options.tree,
             ctx.icmp,
-            ctx.fs.create(&path)?,
+            self.syncs.defer(ctx.fs.create(&path)?),
             &path,
             entries.into_iter().map(Ok),
         )?;
+        self.sync_if_many()?;
         self.stats.bytes_written += commit.len;
         self.stats.tree_new_bytes += commit.len;
         self.stats.files_written += 1;
         self.created.push(self.meta_of(number, &commit)?);
+        Ok(())
+    }
+
+    /// Syncs the files written so far once [`MAX_PENDING`] wait, so a job holds few open.
+    fn sync_if_many(&mut self) -> Result<()> {
+        if self.syncs.pending() >= MAX_PENDING {
+            self.syncs.sync_all()?;
+        }
         Ok(())
     }
 
