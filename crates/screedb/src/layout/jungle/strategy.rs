@@ -21,8 +21,7 @@ use std::sync::Arc;
 
 use crate::compaction::{Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range};
 use crate::layout::flsm::guards;
-use crate::manifest::FileMeta;
-use crate::manifest::VersionEdit;
+use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::{Layout, Options};
 use crate::table::TableFormat;
 use crate::version::{FileRef, Version};
