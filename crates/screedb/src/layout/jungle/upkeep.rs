@@ -5,7 +5,8 @@
 //! Why: a merge into a level cuts its output at every guard there, and a level-0 merge spans
 //! the whole key space, so a level 1 that once held many small trees (fillseq's flushes, each
 //! keeping its guard) has every later level-0 merge append to hundreds of small trees, each
-//! append paying its own commit, sync and reopen (docs/jungle.md, "Level-1 guards pruned").
+//! append paying its own path, filter, commit, file sync and reopen (docs/jungle.md, "Level-1
+//! guards pruned").
 //! Once those trees have gone down, their guards go too and new trees are cut at about
 //! `target_file_size` again. Deeper levels keep their guards: a merge into them takes one
 //! tree's key range, and guards shared with the level above let a tree move down unwritten.
@@ -23,18 +24,20 @@ use crate::version::{Version, VersionBuilder};
 
 use super::strategy::span_busy;
 
+/// The level whose guards are pruned.
+const LEVEL: usize = 1;
+
 /// Adds to `edit` (about to be applied to `current`) the removal of each level-1 guard whose
 /// range the edit leaves empty by deleting a tree there.
 pub fn drop_emptied_guards(current: &Version, state: &State, edit: &mut VersionEdit) {
-    // Where the deleted trees lay: their level and smallest user key.
-    let emptied: Vec<(usize, Vec<u8>)> = edit
+    // The smallest user key of each level-1 tree the edit deletes.
+    let emptied: Vec<Vec<u8>> = edit
         .deleted_files
         .iter()
-        .filter(|(level, _)| *level == 1)
-        .filter_map(|&(level, number)| {
-            let level = level as usize;
-            let tree = current.files(level).iter().find(|f| f.number == number)?;
-            Some((level, tree.smallest_user_key().to_vec()))
+        .filter(|(level, _)| *level as usize == LEVEL)
+        .filter_map(|&(_, number)| {
+            let tree = current.files(LEVEL).iter().find(|f| f.number == number)?;
+            Some(tree.smallest_user_key().to_vec())
         })
         .collect();
     if emptied.is_empty() {
@@ -46,12 +49,12 @@ pub fn drop_emptied_guards(current: &Version, state: &State, edit: &mut VersionE
     }
     let after = builder.build();
     let ucmp = after.icmp().user();
+    let guards = after.guards(LEVEL);
     let mut removed: Vec<(u32, Vec<u8>)> = Vec::new();
-    for (level, key) in emptied {
-        let guards = after.guards(level);
+    for key in emptied {
         let range = guard_index(ucmp.as_ref(), guards, &key);
         let occupied = after
-            .files(level)
+            .files(LEVEL)
             .iter()
             .any(|f| guard_index(ucmp.as_ref(), guards, f.smallest_user_key()) == range);
         // The guard that starts the range (the first range: the one that ends it).
@@ -59,11 +62,11 @@ pub fn drop_emptied_guards(current: &Version, state: &State, edit: &mut VersionE
         let Some(guard) = guards.get(g) else {
             continue;
         };
-        let entry = (level as u32, guard.clone());
+        let entry = (LEVEL as u32, guard.clone());
         if occupied
             || removed.contains(&entry)
             || edit.added_guards.contains(&entry)
-            || span_busy(&after, state, level, (g, g + 1))
+            || span_busy(&after, state, LEVEL, (g, g + 1))
         {
             continue;
         }
