@@ -22,7 +22,7 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::arena::Arena;
 use crate::coding::get_varint64;
@@ -34,6 +34,10 @@ pub(crate) const MAX_HEIGHT: usize = 12;
 
 /// Each level holds about 1 in `BRANCHING` of the nodes of the level below.
 const BRANCHING: u64 = 4;
+
+/// Entries [`SkipList::insert_sorted`] inserts per hold of the writer mutex: a full search
+/// from the head per chunk is a few hundred nanoseconds, under 1% of a chunk's inserts.
+const INSERT_SORTED_CHUNK: usize = 256;
 
 /// The fixed part of a node; its tower of `height` next pointers and its entry follow it.
 #[repr(C)]
@@ -186,6 +190,9 @@ pub(crate) struct SkipList {
     cmp: InternalKeyComparator,
     /// Serializes inserts; holds the height RNG.
     writer: Mutex<Rng>,
+    /// Inserters blocked on `writer` ([`SkipList::lock_writer`]); a multi-insert lets them in
+    /// between its chunks.
+    waiting: AtomicUsize,
 }
 
 // SAFETY: the list owns its arena; `head` and every node pointer point into it. Nodes are
@@ -217,6 +224,30 @@ impl SkipList {
             len: AtomicUsize::new(0),
             cmp,
             writer: Mutex::new(Rng(0x9e37_79b9_7f4a_7c15)),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes the writer mutex, counted in `waiting` while it has to wait for it.
+    fn lock_writer(&self) -> MutexGuard<'_, Rng> {
+        if let Ok(guard) = self.writer.try_lock() {
+            return guard;
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+
+    /// Called between a multi-insert's chunks, with the mutex released: yields the core while
+    /// another inserter waits for it (a few times at most). The mutex is not fair, so without
+    /// this the multi-insert would take it again before a woken waiter ran.
+    fn let_waiters_in(&self) {
+        for _ in 0..16 {
+            if self.waiting.load(Ordering::Relaxed) == 0 {
+                return;
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -258,7 +289,7 @@ impl SkipList {
         kind: ValueKind,
         value: &[u8],
     ) {
-        let mut rng = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rng = self.lock_writer();
         let new = self.alloc_entry(rng.height(), user_key, seq, kind, value);
         let key = new.key();
         let mut prev = [self.head(); MAX_HEIGHT];
@@ -276,22 +307,34 @@ impl SkipList {
     /// starts, at each level, from the larger of the upper level's result and the predecessor
     /// found for the previous key, so a batch of neighbouring keys costs little more than walking
     /// between them. REQUIRES: `entries` sorted ascending by internal key, no duplicates.
+    ///
+    /// The writer mutex is taken for [`INSERT_SORTED_CHUNK`] entries at a time, so a single
+    /// insert (a write that found no room in the membuffer) waits for at most one chunk, not
+    /// for a whole drain (a quarter of a 1 GiB membuffer took seconds; the mutex is handed to a
+    /// waiter between chunks, [`SkipList::let_waiters_in`]). Each chunk starts its
+    /// finger search from the head again: another writer may have linked nodes in between,
+    /// which would make the kept predecessors wrong at levels the search does not visit.
     pub(crate) fn insert_sorted(&self, entries: &[BatchEntry<'_>]) -> usize {
-        let mut rng = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut prev = [self.head(); MAX_HEIGHT];
         let mut ikey = Vec::new();
         let mut inserted = 0;
-        for e in entries {
-            ikey.clear();
-            ikey.extend_from_slice(e.user_key);
-            ikey.extend_from_slice(&pack_trailer(e.seq, e.kind).to_le_bytes());
-            let at = self.find_ge_from(&ikey, &mut prev);
-            if at.is_some_and(|n| self.cmp.compare(n.key(), &ikey) == CmpOrdering::Equal) {
-                continue;
+        for (i, chunk) in entries.chunks(INSERT_SORTED_CHUNK).enumerate() {
+            if i > 0 {
+                self.let_waiters_in();
             }
-            let new = self.alloc_entry(rng.height(), e.user_key, e.seq, e.kind, e.value);
-            self.link(new, &mut prev);
-            inserted += 1;
+            let mut rng = self.lock_writer();
+            let mut prev = [self.head(); MAX_HEIGHT];
+            for e in chunk {
+                ikey.clear();
+                ikey.extend_from_slice(e.user_key);
+                ikey.extend_from_slice(&pack_trailer(e.seq, e.kind).to_le_bytes());
+                let at = self.find_ge_from(&ikey, &mut prev);
+                if at.is_some_and(|n| self.cmp.compare(n.key(), &ikey) == CmpOrdering::Equal) {
+                    continue;
+                }
+                let new = self.alloc_entry(rng.height(), e.user_key, e.seq, e.kind, e.value);
+                self.link(new, &mut prev);
+                inserted += 1;
+            }
         }
         inserted
     }
