@@ -2,7 +2,7 @@
 //! skiplist memtable vs the FloDB membuffer in front of it.
 //!
 //! ```sh
-//! cargo run --release -p screedb --example memory -- <skiplist|flodb> <insert|skewed> <MiB> <threads>
+//! cargo run --release -p screedb --example memory -- <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash]
 //! ```
 //!
 //! `insert` fills the component with random 16-byte keys and 100-byte values until it holds
@@ -12,6 +12,9 @@
 //! numbers, as the database's write-group leader does; with `flodb` a drain thread runs too.
 //! `insert` also prints the writers' CPU time per insert and, with `flodb`, the drain thread's CPU
 //! time per drained entry and the share of writes that found no room in the membuffer.
+//! With `flodb` the membuffer's neighbourhoods are key ranges (`ranges`, the default: cut at
+//! keys of a previous memtable of 65,536 writes of the same kind, as a database's memtable
+//! takes them from the one it replaces) or by hash (`hash`: a database's first memtable).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -46,7 +49,7 @@ fn key(i: u64) -> [u8; 16] {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: memory <skiplist|flodb> <insert|skewed> <MiB> <threads>";
+    let usage = "usage: memory <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash]";
     let (Some(mode), Some(work), Some(mib), Some(threads)) =
         (args.get(1), args.get(2), args.get(3), args.get(4))
     else {
@@ -56,9 +59,22 @@ fn main() {
     let bytes = mib.parse::<usize>().expect("MiB") << 20;
     let threads: u64 = threads.parse().expect("threads");
     let icmp = InternalKeyComparator::new(default_comparator());
-    let mem = Arc::new(match mode.as_str() {
-        "skiplist" => MemTable::new(icmp),
-        "flodb" => MemTable::with_membuffer(icmp, bytes / 4, 8),
+    let mem = match mode.as_str() {
+        "skiplist" => MemTable::new(icmp.clone()),
+        "flodb" => MemTable::with_membuffer(icmp.clone(), bytes / 4, 8),
+        _ => panic!("{usage}"),
+    };
+    let mem = Arc::new(match args.get(5).map_or("ranges", String::as_str) {
+        "ranges" => {
+            let previous = MemTable::new(icmp);
+            let mut r = u64::MAX;
+            for i in 1..=65_536 {
+                previous.add(i, ValueKind::Value, &key(rand(&mut r)), b"");
+            }
+            previous.sample_for_successor();
+            mem.with_neighbourhoods_from(&previous)
+        }
+        "hash" => mem,
         _ => panic!("{usage}"),
     });
     let seq = Arc::new(Mutex::new(0u64));
@@ -166,8 +182,14 @@ fn main() {
             .each_ref()
             .map(|a| a.load(Ordering::Relaxed));
         println!(
-            "  at writers' stop: {buffered} buffered, {direct} writes ({:.1}%) had gone to the skiplist \
-             for want of room; drain: {moved} entries in {calls} calls, CPU {:.0} ns/entry",
+            "  neighbourhoods by {}; at writers' stop: {buffered} buffered, {direct} writes ({:.1}%) \
+             had gone to the skiplist for want of room; drain: {moved} entries in {calls} calls, \
+             CPU {:.0} ns/entry",
+            if mem.membuffer_by_range() {
+                "key range"
+            } else {
+                "hash"
+            },
             direct as f64 * 100.0 / n as f64,
             nanos as f64 / moved.max(1) as f64,
         );

@@ -413,10 +413,12 @@ impl Options {
         self.membuffer_size.unwrap_or(self.write_buffer_size / 4)
     }
 
-    /// A new, empty memtable of the kind `memory` selects.
+    /// A new, empty memtable of the kind `memory` selects, replacing `previous` if there is one
+    /// (a membuffer then takes its neighbourhoods from `previous`'s keys).
     pub fn new_memtable(
         &self,
         icmp: crate::comparator::InternalKeyComparator,
+        previous: Option<&crate::memtable::MemTable>,
     ) -> crate::memtable::MemTable {
         let mem = match self.memory {
             Memory::Skiplist => crate::memtable::MemTable::new(icmp),
@@ -425,6 +427,10 @@ impl Options {
                 self.membuffer_bytes(),
                 self.membuffer_bucket_entries,
             ),
+        };
+        let mem = match previous {
+            Some(previous) => mem.with_neighbourhoods_from(previous),
+            None => mem,
         };
         mem.with_key_filter(self.memtable_filter_bytes())
     }

@@ -108,6 +108,44 @@ fn membuffer_counts(db: &Db) -> (u64, u64) {
 }
 
 #[test]
+fn memtables_after_the_first_cut_their_neighbourhoods_by_key_range() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let by_range = |db: &Db| {
+        let text = db.property("screedb.memory").unwrap();
+        assert!(text.contains("live neighbourhoods by "), "{text}");
+        text.ends_with("by key range")
+    };
+    assert!(
+        !by_range(&db),
+        "the first memtable has no predecessor to sample"
+    );
+    // db_bench's keys: zero-padded numbers, sharing their first nine bytes. The drain thread
+    // samples a memtable once it is half full, so write until a switch found a sample.
+    let key = |i: u64| format!("{:016}", i.wrapping_mul(0x9e37_79b9) % 1_000_000);
+    let mut model = BTreeMap::new();
+    let mut i = 0;
+    while !by_range(&db) {
+        assert!(i < 2_000_000, "no memtable cut its neighbourhoods by range");
+        let (k, v) = (key(i), format!("value {i:0100}"));
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+        i += 1;
+    }
+    for _ in 0..20_000 {
+        let (k, v) = (key(i), format!("value {i:0100}"));
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+        i += 1;
+    }
+    let want: Vec<_> = model.into_iter().collect();
+    assert_eq!(all(&db, None), want);
+    for (k, v) in want.iter().step_by(97) {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    }
+}
+
+#[test]
 fn scans_pause_the_membuffer_and_writes_alone_bring_it_back() {
     let fs = Arc::new(MemFs::new());
     let opts = Options {

@@ -521,9 +521,15 @@ impl Db {
                 Memory::Flodb => {
                     let buffered: usize = sv.memtables().map(|m| m.buffered_len()).sum();
                     let paused: u64 = sv.memtables().map(|m| m.membuffer_paused_puts()).sum();
+                    let hoods = if sv.mem.membuffer_by_range() {
+                        "key range"
+                    } else {
+                        "hash"
+                    };
                     format!(
                         "flodb, {buffered} entries in membuffers, \
-                         {paused} puts past them while scans paused them"
+                         {paused} puts past them while scans paused them, \
+                         live neighbourhoods by {hoods}"
                     )
                 }
             }),

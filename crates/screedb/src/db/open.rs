@@ -270,7 +270,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
-    let mem = Arc::new(options.new_memtable(icmp.clone()));
+    let mem = Arc::new(options.new_memtable(icmp.clone(), None));
     let super_version = ArcSwap::from_pointee(SuperVersion {
         mem: Arc::clone(&mem),
         imms: Vec::new(),

@@ -383,10 +383,10 @@ fn switch_memtable(inner: &DbInner, st: &mut DbState) -> Result<()> {
         });
     }
     st.wal_dir_synced = false;
-    let old_mem = std::mem::replace(
-        &mut st.mem,
-        Arc::new(inner.options.new_memtable(inner.icmp.clone())),
-    );
+    let new_mem = inner
+        .options
+        .new_memtable(inner.icmp.clone(), Some(&st.mem));
+    let old_mem = std::mem::replace(&mut st.mem, Arc::new(new_mem));
     // Only a leader switches: every earlier group is in the old memtable and published.
     let last_sequence = st.versions.last_sequence();
     st.imms.push_back(Immutable {

@@ -76,6 +76,98 @@ fn puts_without_room_in_the_membuffer_are_counted() {
     assert_eq!(mem().membuffer_fallbacks(), 0);
 }
 
+/// A plain memtable holding `keys`, to cut a membuffer's ranges from.
+fn previous_with(keys: impl IntoIterator<Item = Vec<u8>>) -> MemTable {
+    let previous = MemTable::new(InternalKeyComparator::new(default_comparator()));
+    for (seq, k) in (1..).zip(keys) {
+        previous.add(seq, ValueKind::Value, &k, b"");
+    }
+    previous.sample_for_successor();
+    previous
+}
+
+fn flodb(buffer_bytes: usize) -> MemTable {
+    MemTable::with_membuffer(
+        InternalKeyComparator::new(default_comparator()),
+        buffer_bytes,
+        8,
+    )
+}
+
+#[test]
+fn a_membuffer_cut_into_key_ranges_keeps_every_write() {
+    let key = |i: u64| format!("{:016}", i.wrapping_mul(0x9e37_79b9) % 100_000).into_bytes();
+    let m = Arc::new(flodb(64 << 10).with_neighbourhoods_from(&previous_with((0..5000).map(key))));
+    assert!(m.membuffer_by_range());
+    let mut latest = BTreeMap::new();
+    let mut cursor = 0;
+    for seq in 1..=20_000u64 {
+        let (k, v) = (key(seq % 7000), seq.to_le_bytes());
+        m.put(seq, ValueKind::Value, &k, &v, None);
+        latest.insert(k, v.to_vec());
+        if seq % 500 == 0 {
+            m.drain_some(&mut cursor);
+        }
+    }
+    for (k, v) in &latest {
+        assert_eq!(
+            m.get(k, u64::MAX >> 8),
+            LookupResult::Found(v.clone()),
+            "{k:?}"
+        );
+    }
+    m.drain(u64::MAX >> 8);
+    assert_eq!(m.buffered_len(), 0);
+    let mut seen: Vec<Vec<u8>> = forward(&m).into_iter().map(|e| e.0).collect();
+    seen.dedup();
+    assert_eq!(seen, latest.keys().cloned().collect::<Vec<_>>());
+}
+
+#[test]
+fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
+    let key = |i: u64| format!("{i:016}").into_bytes();
+    // No sample taken: by hash.
+    let unsampled = flodb(16 << 10);
+    unsampled.add(1, ValueKind::Value, b"k", b"v");
+    assert!(
+        !flodb(16 << 10)
+            .with_neighbourhoods_from(&unsampled)
+            .membuffer_by_range()
+    );
+    // Too few keys to cut 32 ranges: by hash.
+    assert!(
+        !flodb(16 << 10)
+            .with_neighbourhoods_from(&previous_with((0..10).map(key)))
+            .membuffer_by_range()
+    );
+    let first = flodb(16 << 10).with_neighbourhoods_from(&previous_with((0..4000).map(key)));
+    assert!(first.membuffer_by_range());
+    // Sequential keys past every range fill the last one alone and then go to the skiplist.
+    for seq in 1..=400 {
+        first.put(seq, ValueKind::Value, &key(10_000 + seq), b"v", None);
+    }
+    assert!(first.membuffer_fallbacks() * 8 > first.len() as u64);
+    first.sample_for_successor();
+    let second = flodb(16 << 10).with_neighbourhoods_from(&first);
+    assert!(!second.membuffer_by_range());
+    // By hash, it takes no evidence against ranges: the one after it tries them again.
+    assert!(
+        flodb(16 << 10)
+            .with_neighbourhoods_from(&previous_with((0..4000).map(key)))
+            .membuffer_by_range()
+    );
+    for seq in 1..=400 {
+        second.put(seq, ValueKind::Value, &key(20_000 + seq), b"v", None);
+    }
+    second.drain(u64::MAX >> 8); // the sample comes from the skiplist
+    second.sample_for_successor();
+    assert!(
+        flodb(16 << 10)
+            .with_neighbourhoods_from(&second)
+            .membuffer_by_range()
+    );
+}
+
 #[test]
 fn a_scan_pauses_the_membuffer_for_new_keys_until_the_pause_runs_out() {
     let icmp = InternalKeyComparator::new(default_comparator());

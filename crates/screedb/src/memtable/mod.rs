@@ -9,14 +9,15 @@
 mod arena;
 mod bucket;
 mod filter;
+mod hoods;
 mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
 mod skiplist;
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::comparator::InternalKeyComparator;
 use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
@@ -40,6 +41,13 @@ pub enum LookupResult {
     NotFound,
 }
 
+/// Keys sampled from the previous memtable per membuffer neighbourhood to cut key ranges
+/// ([`MemTable::with_neighbourhoods_from`]): a range's share of the writes then varies by
+/// about an eighth (with 2, ranges took from a third to twice their share, and the fuller
+/// ones' buckets refused 2.3% of the puts; 16 refused 0.7-0.8% and inserted 10-20% slower
+/// at 4 GiB, `docs/memory.md`).
+const SAMPLE_PER_HOOD: usize = 64;
+
 /// A sorted in-memory table of internal-key entries. `Send + Sync`; share it as `Arc<MemTable>`.
 ///
 /// With a membuffer ([`MemTable::with_membuffer`], FloDB's design), [`MemTable::put`] first
@@ -57,6 +65,9 @@ pub struct MemTable {
     /// Puts of keys not buffered sent to the skiplist while scans paused the membuffer (a
     /// statistic).
     paused: AtomicU64,
+    /// Keys sampled for the next memtable's key-range neighbourhoods
+    /// ([`MemTable::sample_for_successor`]), taken once.
+    successor_sample: OnceLock<Vec<Vec<u8>>>,
 }
 
 impl fmt::Debug for MemTable {
@@ -77,6 +88,7 @@ impl MemTable {
             filter: None,
             fallbacks: AtomicU64::new(0),
             paused: AtomicU64::new(0),
+            successor_sample: OnceLock::new(),
         }
     }
 
@@ -102,7 +114,51 @@ impl MemTable {
             filter: None,
             fallbacks: AtomicU64::new(0),
             paused: AtomicU64::new(0),
+            successor_sample: OnceLock::new(),
         }
+    }
+
+    /// Cuts this memtable's membuffer into key-range neighbourhoods at the keys `previous` (the
+    /// memtable it replaces, whose writes predict its own) sampled for it
+    /// ([`MemTable::sample_for_successor`]), so that drains hand the skiplist neighbouring keys
+    /// (`hoods.rs`). Kept by hash when `previous` took no sample or too small a one, or when it
+    /// cut its own by range and more than an eighth of its entries then found no room in the
+    /// membuffer (the keys moved on: sequential keys fill the last range alone); the memtable
+    /// after that tries ranges again. Call before the first write.
+    #[must_use]
+    pub fn with_neighbourhoods_from(mut self, previous: &MemTable) -> Self {
+        let Some(buffer) = self.buffer.take() else {
+            return self;
+        };
+        let missed = previous.membuffer_by_range()
+            && previous.membuffer_fallbacks() as usize * 8 > previous.len();
+        self.buffer = Some(match previous.successor_sample.get() {
+            Some(sample) if !missed => {
+                let user = Arc::clone(self.list.comparator().user());
+                buffer.with_ranges_from(sample, user)
+            }
+            _ => buffer,
+        });
+        self
+    }
+
+    /// Samples this memtable's keys for its successor's neighbourhoods
+    /// ([`MemTable::with_neighbourhoods_from`]), once; later calls do nothing. A walk of one of
+    /// the skiplist's upper levels, [`SAMPLE_PER_HOOD`] keys for each of the most
+    /// neighbourhoods a membuffer has, or up to four times as many: 20-60 ms for memtables of
+    /// 64 MiB to 1 GiB, so the drain thread calls it (once the memtable is half full), never
+    /// the writer at the switch.
+    pub fn sample_for_successor(&self) {
+        self.successor_sample.get_or_init(|| {
+            self.list
+                .sample_user_keys(SAMPLE_PER_HOOD * membuffer::MAX_NEIGHBOURHOODS)
+        });
+    }
+
+    /// True if this memtable's membuffer has key-range neighbourhoods
+    /// ([`MemTable::with_neighbourhoods_from`]).
+    pub fn membuffer_by_range(&self) -> bool {
+        self.buffer.as_ref().is_some_and(Membuffer::is_by_range)
     }
 
     /// Inserts a batch with FloDB's multi-insert: sorts `entries` by internal key, then inserts

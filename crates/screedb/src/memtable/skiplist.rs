@@ -490,6 +490,27 @@ impl SkipList {
     pub(crate) fn seek(&self, target: &[u8]) -> Option<(&[u8], &[u8])> {
         self.find_ge(target, None).map(|n| (n.key(), n.value()))
     }
+
+    /// About `n` to `BRANCHING * n` distinct user keys evenly spread over the list, ascending
+    /// (all of them in a list of fewer than `n` nodes): the nodes of the highest level that
+    /// holds at least `n`, so it walks only them. Safe to call while a writer inserts.
+    pub(crate) fn sample_user_keys(&self, n: usize) -> Vec<Vec<u8>> {
+        let (mut level, mut expected) = (0, self.len());
+        while level + 1 < MAX_HEIGHT && expected / BRANCHING as usize >= n.max(1) {
+            level += 1;
+            expected /= BRANCHING as usize;
+        }
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(expected + expected / 2);
+        let mut x = self.head().next(level);
+        while let Some(node) = x {
+            let user = &node.key()[..node.key().len().saturating_sub(TRAILER_LEN)];
+            if keys.last().is_none_or(|last| last.as_slice() != user) {
+                keys.push(user.to_vec());
+            }
+            x = node.next(level);
+        }
+        keys
+    }
 }
 
 /// A freshly allocated, unpublished node: header and null tower written, entry uninitialised.
