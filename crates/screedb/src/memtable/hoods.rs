@@ -80,10 +80,12 @@ impl HoodMap {
     }
 
     /// A map by key range onto `hoods` neighbourhoods, its splitters evenly spaced in
-    /// `sample` (ascending under `cmp`); by hash if the sample holds fewer than `hoods` keys.
+    /// `sample` (ascending under `cmp`): `sample[i * len / hoods]` for `i` in `1..hoods`, so
+    /// that the `n - 1` keys cutting a key set into `n` equal parts (`n` a power of two) serve
+    /// any power of two up to `n`. By hash if the sample has fewer than `hoods - 1` keys.
     pub(crate) fn by_range(hoods: usize, sample: &[Vec<u8>], cmp: Arc<dyn Comparator>) -> Self {
         let mut map = Self::by_hash(hoods);
-        if hoods < 2 || sample.len() < hoods {
+        if hoods < 2 || sample.len() + 1 < hoods {
             return map;
         }
         let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(hoods - 1));
@@ -140,8 +142,10 @@ impl Splitters {
         &self.bytes[start..self.ends[i] as usize]
     }
 
-    /// How many splitters are at or below `key` (a binary search).
+    /// How many splitters are at or below `key` (a binary search: over the words, then over
+    /// the keys of the splitters whose word equals the key's, if any).
     fn count_at_or_below(&self, key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.ends.len());
         if let Some(w) = &self.words {
             let first = self.key(0);
             if key.get(..w.prefix) != Some(&first[..w.prefix]) {
@@ -149,14 +153,9 @@ impl Splitters {
                 return if key < first { 0 } else { self.ends.len() };
             }
             let word = word_at(key, w.prefix);
-            let below = w.words.partition_point(|&x| x < word);
-            let ties = w.words[below..].iter().take_while(|&&x| x == word).count();
-            return below
-                + (below..below + ties)
-                    .take_while(|&i| self.key(i) <= key)
-                    .count();
+            lo = w.words.partition_point(|&x| x < word);
+            hi = lo + w.words[lo..].partition_point(|&x| x == word);
         }
-        let (mut lo, mut hi) = (0, self.ends.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.cmp.compare(self.key(mid), key) == Ordering::Greater {
@@ -225,15 +224,41 @@ mod tests {
             let words = HoodMap::by_range(8, &sample, crate::comparator::default_comparator());
             let plain = HoodMap::by_range(8, &sample, Arc::new(Plain));
             proptest::prop_assert!(words.ranges.as_ref().is_some_and(|s| s.words.is_some()));
-            for p in probes.iter().map(|p| [shared.as_slice(), p].concat()).chain(sample.clone()) {
+            // Probes with the shared prefix, cut inside it, and diverging inside it.
+            let cut = probes.iter().map(|p| shared[..p.len().min(shared.len())].to_vec());
+            let diverging = probes.iter().map(|p| {
+                let mut k = shared.clone();
+                if let Some(b) = k.get_mut(p.len() % shared.len().max(1)) {
+                    *b ^= 1;
+                }
+                k
+            });
+            let with_prefix = probes.iter().map(|p| [shared.as_slice(), p].concat());
+            for p in with_prefix.chain(cut).chain(diverging).chain(sample.clone()) {
                 proptest::prop_assert_eq!(words.hood(&p, 0), plain.hood(&p, 0), "key {:?}", p);
             }
         }
     }
 
     #[test]
+    fn the_keys_cutting_a_set_into_equal_parts_serve_fewer_parts() {
+        // The 15 keys cutting 0..1600 into 16 parts, used for 4 and for 16 neighbourhoods.
+        let quantiles: Vec<Vec<u8>> = (1..16)
+            .map(|i| format!("{:016}", i * 100).into_bytes())
+            .collect();
+        for hoods in [2, 4, 8, 16] {
+            let map = HoodMap::by_range(hoods, &quantiles, default_comparator());
+            for h in 0..hoods {
+                let n = keys(0..1600).iter().filter(|k| map.hood(k, 0) == h).count();
+                assert_eq!(n, 1600 / hoods, "{hoods} neighbourhoods, neighbourhood {h}");
+            }
+        }
+        assert!(!HoodMap::by_range(32, &quantiles, default_comparator()).is_by_range());
+    }
+
+    #[test]
     fn a_sample_smaller_than_the_neighbourhoods_maps_by_hash() {
-        let map = HoodMap::by_range(16, &keys(0..15), default_comparator());
+        let map = HoodMap::by_range(16, &keys(0..14), default_comparator());
         assert!(!map.is_by_range());
         assert_eq!(
             map.hood(b"k", 0x1234_5678_9abc_def0),

@@ -156,7 +156,7 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
             .with_neighbourhoods_from(&previous_with((0..4000).map(key)))
             .membuffer_by_range()
     );
-    for seq in 1..=400 {
+    for seq in 1..=2000 {
         second.put(seq, ValueKind::Value, &key(20_000 + seq), b"v", None);
     }
     second.drain(u64::MAX >> 8); // the sample comes from the skiplist

@@ -65,8 +65,8 @@ pub struct MemTable {
     /// Puts of keys not buffered sent to the skiplist while scans paused the membuffer (a
     /// statistic).
     paused: AtomicU64,
-    /// Keys sampled for the next memtable's key-range neighbourhoods
-    /// ([`MemTable::sample_for_successor`]), taken once.
+    /// The keys cutting a sample of this memtable's keys into 1024 equal parts, for the next
+    /// memtable's key-range neighbourhoods ([`MemTable::sample_for_successor`]), taken once.
     successor_sample: OnceLock<Vec<Vec<u8>>>,
 }
 
@@ -127,6 +127,9 @@ impl MemTable {
     /// after that tries ranges again. Call before the first write.
     #[must_use]
     pub fn with_neighbourhoods_from(mut self, previous: &MemTable) -> Self {
+        if !self.is_empty() {
+            return self; // buffered keys would no longer be found
+        }
         let Some(buffer) = self.buffer.take() else {
             return self;
         };
@@ -150,8 +153,16 @@ impl MemTable {
     /// the writer at the switch.
     pub fn sample_for_successor(&self) {
         self.successor_sample.get_or_init(|| {
-            self.list
-                .sample_user_keys(SAMPLE_PER_HOOD * membuffer::MAX_NEIGHBOURHOODS)
+            let parts = membuffer::MAX_NEIGHBOURHOODS;
+            let sample = self.list.sample_user_keys(SAMPLE_PER_HOOD * parts);
+            // Only the keys cutting it into equal parts are kept (hoods.rs picks its splitters
+            // among them); none if there are too few keys to cut.
+            if sample.len() < parts {
+                return Vec::new();
+            }
+            (1..parts)
+                .map(|i| sample[i * sample.len() / parts].clone())
+                .collect()
         });
     }
 

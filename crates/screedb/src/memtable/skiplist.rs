@@ -39,6 +39,11 @@ const BRANCHING: u64 = 4;
 /// from the head per chunk is a few hundred nanoseconds, under 1% of a chunk's inserts.
 const INSERT_SORTED_CHUNK: usize = 256;
 
+/// How long a multi-insert waits between chunks for a blocked inserter to take the writer
+/// mutex ([`SkipList::let_waiters_in`]): long enough for a futex wake-up on a busy machine,
+/// short against a chunk's own time (about 100 us).
+const HANDOFF_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// The fixed part of a node; its tower of `height` next pointers and its entry follow it.
 #[repr(C)]
 struct Node {
@@ -239,14 +244,17 @@ impl SkipList {
         guard
     }
 
-    /// Called between a multi-insert's chunks, with the mutex released: yields the core while
-    /// another inserter waits for it (a few times at most). The mutex is not fair, so without
-    /// this the multi-insert would take it again before a woken waiter ran.
+    /// Called between a multi-insert's chunks, with the mutex released: while another inserter
+    /// waits for the mutex, yields until one has taken it (the count drops) or [`HANDOFF_WAIT`]
+    /// has passed. The mutex is not fair, so without this the multi-insert would take it again
+    /// before a woken waiter ran.
     fn let_waiters_in(&self) {
-        for _ in 0..16 {
-            if self.waiting.load(Ordering::Relaxed) == 0 {
-                return;
-            }
+        let waiting = self.waiting.load(Ordering::Relaxed);
+        if waiting == 0 {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while self.waiting.load(Ordering::Relaxed) >= waiting && start.elapsed() < HANDOFF_WAIT {
             std::thread::yield_now();
         }
     }
@@ -308,12 +316,12 @@ impl SkipList {
     /// found for the previous key, so a batch of neighbouring keys costs little more than walking
     /// between them. REQUIRES: `entries` sorted ascending by internal key, no duplicates.
     ///
-    /// The writer mutex is taken for [`INSERT_SORTED_CHUNK`] entries at a time, so a single
-    /// insert (a write that found no room in the membuffer) waits for at most one chunk, not
-    /// for a whole drain (a quarter of a 1 GiB membuffer took seconds; the mutex is handed to a
-    /// waiter between chunks, [`SkipList::let_waiters_in`]). Each chunk starts its
-    /// finger search from the head again: another writer may have linked nodes in between,
-    /// which would make the kept predecessors wrong at levels the search does not visit.
+    /// The writer mutex is taken for [`INSERT_SORTED_CHUNK`] entries at a time, and between
+    /// chunks a blocked single insert (a write that found no room in the membuffer) gets up to
+    /// [`HANDOFF_WAIT`] to take it ([`SkipList::let_waiters_in`]), so it need not wait for a
+    /// whole drain (a quarter of a 1 GiB membuffer took seconds). Each chunk starts its finger
+    /// search from the head again: another writer may have linked nodes in between, which
+    /// would make the kept predecessors wrong at levels the search does not visit.
     pub(crate) fn insert_sorted(&self, entries: &[BatchEntry<'_>]) -> usize {
         let mut ikey = Vec::new();
         let mut inserted = 0;
@@ -491,9 +499,10 @@ impl SkipList {
         self.find_ge(target, None).map(|n| (n.key(), n.value()))
     }
 
-    /// About `n` to `BRANCHING * n` distinct user keys evenly spread over the list, ascending
-    /// (all of them in a list of fewer than `n` nodes): the nodes of the highest level that
-    /// holds at least `n`, so it walks only them. Safe to call while a writer inserts.
+    /// The distinct user keys of about `n` to `BRANCHING * n` nodes evenly spread over the
+    /// list, ascending (of every node in a list of fewer than `n`; fewer keys where keys have
+    /// many versions): the nodes of the highest level expected to hold at least `n`, so it
+    /// walks only them. Safe to call while a writer inserts.
     pub(crate) fn sample_user_keys(&self, n: usize) -> Vec<Vec<u8>> {
         let (mut level, mut expected) = (0, self.len());
         while level + 1 < MAX_HEIGHT && expected / BRANCHING as usize >= n.max(1) {
