@@ -151,9 +151,9 @@ impl Membuffer {
     }
 
     /// The same buffer with neighbourhoods by key range, cut at keys evenly spaced in
-    /// `sample` (ascending under `cmp`, the keys of the memtable before this one); by hash, as
-    /// [`Membuffer::new`] builds it, if the sample has fewer keys than neighbourhoods. Call
-    /// before the first put.
+    /// `sample` (ascending under `cmp`: the keys cutting the memtable before this one into equal
+    /// parts, [`HoodMap::by_range`]); by hash, as [`Membuffer::new`] builds it, if the sample
+    /// has fewer keys than the cuts it needs. Call before the first put.
     pub(crate) fn with_ranges_from(
         mut self,
         sample: &[Vec<u8>],
