@@ -122,22 +122,20 @@ fn memtables_after_the_first_cut_their_neighbourhoods_by_key_range() {
     );
     // db_bench's keys: zero-padded numbers, sharing their first nine bytes. The drain thread
     // samples a memtable once it is half full, so write until a switch found a sample.
-    let key = |i: u64| format!("{:016}", i.wrapping_mul(0x9e37_79b9) % 1_000_000);
     let mut model = BTreeMap::new();
+    let mut put = |i: u64| {
+        let k = format!("{:016}", i.wrapping_mul(0x9e37_79b9) % 1_000_000);
+        let v = format!("value {i:0100}");
+        db.put(k.as_bytes(), v.as_bytes()).unwrap();
+        model.insert(k.into_bytes(), v.into_bytes());
+    };
     let mut i = 0;
     while !by_range(&db) {
         assert!(i < 2_000_000, "no memtable cut its neighbourhoods by range");
-        let (k, v) = (key(i), format!("value {i:0100}"));
-        db.put(k.as_bytes(), v.as_bytes()).unwrap();
-        model.insert(k.into_bytes(), v.into_bytes());
+        put(i);
         i += 1;
     }
-    for _ in 0..20_000 {
-        let (k, v) = (key(i), format!("value {i:0100}"));
-        db.put(k.as_bytes(), v.as_bytes()).unwrap();
-        model.insert(k.into_bytes(), v.into_bytes());
-        i += 1;
-    }
+    (i..i + 20_000).for_each(&mut put);
     let want: Vec<_> = model.into_iter().collect();
     assert_eq!(all(&db, None), want);
     for (k, v) in want.iter().step_by(97) {

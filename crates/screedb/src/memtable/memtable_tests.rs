@@ -134,7 +134,7 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
             .with_neighbourhoods_from(&unsampled)
             .membuffer_by_range()
     );
-    // Too few keys to cut 32 ranges: by hash.
+    // Too few keys to cut into the 1024 parts a sample keeps: by hash.
     assert!(
         !flodb(16 << 10)
             .with_neighbourhoods_from(&previous_with((0..10).map(key)))

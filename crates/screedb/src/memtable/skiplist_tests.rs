@@ -172,6 +172,18 @@ fn check_levels(list: &SkipList) {
     }
 }
 
+/// A multi-insert batch of `keys` (sorted by the caller), each at sequence 1 with value "m".
+fn batch_of(keys: &[[u8; 8]]) -> Vec<BatchEntry<'_>> {
+    keys.iter()
+        .map(|k| BatchEntry {
+            user_key: k,
+            seq: 1,
+            kind: ValueKind::Value,
+            value: b"m",
+        })
+        .collect()
+}
+
 #[test]
 fn multi_insert_into_a_large_list_keeps_every_level_sorted() {
     let list = list();
@@ -184,15 +196,7 @@ fn multi_insert_into_a_large_list_keeps_every_level_sorted() {
     for batch in 0..4u64 {
         let mut keys: Vec<[u8; 8]> = (0..n / 4).map(|j| key(n + batch * n / 4 + j)).collect();
         keys.sort_unstable();
-        let entries: Vec<BatchEntry<'_>> = keys
-            .iter()
-            .map(|k| BatchEntry {
-                user_key: k,
-                seq: 1,
-                kind: ValueKind::Value,
-                value: b"m",
-            })
-            .collect();
+        let entries = batch_of(&keys);
         assert_eq!(list.insert_sorted(&entries), entries.len());
         check_levels(&list);
     }
@@ -217,15 +221,7 @@ fn chunks_of_a_multi_insert_with_single_inserts_between() {
         40 * INSERT_SORTED_CHUNK as u64
     };
     let batch: Vec<[u8; 8]> = (0..n).map(|i| (2 * i).to_be_bytes()).collect();
-    let entries: Vec<BatchEntry<'_>> = batch
-        .iter()
-        .map(|k| BatchEntry {
-            user_key: k,
-            seq: 1,
-            kind: ValueKind::Value,
-            value: b"m",
-        })
-        .collect();
+    let entries = batch_of(&batch);
     let ikey = |k: u64| make_internal_key(&k.to_be_bytes(), 1, ValueKind::Value);
     thread::scope(|s| {
         // The follower inserts each odd key as soon as the batch has passed it: right behind
