@@ -133,6 +133,11 @@ struct Partition<'a> {
     committed: &'a [Vec<u8>],
     /// Index in `committed` of the first guard above the last key written.
     next: usize,
+    /// Guards of the next level down that the output level lacks, in user-key order: each may
+    /// be adopted where the outputs pass it (see [`Partition::starts_guard`]).
+    adoptable: Vec<Vec<u8>>,
+    /// Index in `adoptable` of the first guard above the last key written.
+    next_adoptable: usize,
     /// Bits making a key a new guard candidate (`None`: no new guards).
     bits: Option<u32>,
     /// Whether a candidate may be committed (no table that stays would have to be split).
@@ -146,6 +151,8 @@ impl Partition<'_> {
         Partition {
             committed: &[],
             next: 0,
+            adoptable: Vec::new(),
+            next_adoptable: 0,
             bits: None,
             may_commit: Box::new(|_| false),
             new_guards: Vec::new(),
@@ -153,14 +160,21 @@ impl Partition<'_> {
     }
 
     /// True when `user_key` (ascending across calls) starts a new guard.
+    ///
+    /// Besides hash candidates, the last guard of the next level passed since the previous key
+    /// is adopted when it may be committed. A new key can become a guard of a level only where
+    /// no table of a deeper level spans it, so once the deeper levels are full a level would
+    /// otherwise never gain guards: a level 1 that lost the race to get them before level 2
+    /// filled stayed one guard for good, and each of its compactions merged into all of level 2
+    /// (issue 14: the tree shape, and the write amplification, depended on which memory
+    /// component filled the first memtables). Adopted guards keep the skip-list property (a
+    /// guard of the next level is one at every deeper level), and they align a guard with one
+    /// guard below it, so its compaction reaches one child.
     fn starts_guard(&mut self, icmp: &InternalKeyComparator, user_key: &[u8]) -> bool {
         let ucmp = icmp.user();
+        let not_above = |g: &Vec<u8>| ucmp.compare(g, user_key) != Ordering::Greater;
         let mut cut = false;
-        while self
-            .committed
-            .get(self.next)
-            .is_some_and(|g| ucmp.compare(g, user_key) != Ordering::Greater)
-        {
+        while self.committed.get(self.next).is_some_and(not_above) {
             self.next += 1;
             cut = true;
         }
@@ -169,7 +183,27 @@ impl Partition<'_> {
             .checked_sub(1)
             .and_then(|i| self.committed.get(i))
             .is_some_and(|g| ucmp.compare(g, user_key) == Ordering::Equal);
+        let passed = self.next_adoptable;
+        while self
+            .adoptable
+            .get(self.next_adoptable)
+            .is_some_and(not_above)
+        {
+            self.next_adoptable += 1;
+        }
+        // Of several passed between two written keys, only the last would hold any of them.
+        let adopted = (self.next_adoptable > passed)
+            .then(|| self.adoptable[self.next_adoptable - 1].clone())
+            .filter(|g| (self.may_commit)(g));
+        let adopted_here = adopted
+            .as_ref()
+            .is_some_and(|g| ucmp.compare(g, user_key) == Ordering::Equal);
+        if let Some(g) = adopted {
+            self.new_guards.push(g);
+            cut = true;
+        }
         if !committed_here
+            && !adopted_here
             && self.bits.is_some_and(|b| guards::is_guard(user_key, b))
             && (self.may_commit)(user_key)
         {
@@ -467,6 +501,8 @@ pub fn merge(
             Partition {
                 committed: version.guards(out),
                 next: 0,
+                adoptable: adoptable_guards(version, out),
+                next_adoptable: 0,
                 bits: Some(new_guard_bits),
                 may_commit: Box::new(|key: &[u8]| guard_fits(version, out, key, &inputs)),
                 new_guards: Vec::new(),
@@ -514,6 +550,19 @@ pub fn merge(
     Ok((edit, stats))
 }
 
+/// The guards of `level + 1` that `level` lacks, in user-key order (none below the last level).
+fn adoptable_guards(version: &Version, level: usize) -> Vec<Vec<u8>> {
+    if level + 1 >= version.num_levels() {
+        return Vec::new();
+    }
+    version
+        .guards(level + 1)
+        .iter()
+        .filter(|g| !version.has_guard(level, g))
+        .cloned()
+        .collect()
+}
+
 /// True when `key` can become a guard at `level` and every deeper level lacking it: no table
 /// there except the compaction's inputs holds keys on both sides of it.
 pub fn guard_fits(version: &Version, level: usize, key: &[u8], inputs: &HashSet<u64>) -> bool {
@@ -539,6 +588,49 @@ pub fn move_edit(file: &FileMeta, from_level: usize, to_level: usize) -> Version
 mod tests {
     use super::*;
     use crate::comparator::default_comparator;
+
+    fn partition<'a>(
+        committed: &'a [Vec<u8>],
+        adoptable: &[&str],
+        bits: Option<u32>,
+        may_commit: MayCommit<'a>,
+    ) -> Partition<'a> {
+        Partition {
+            committed,
+            next: 0,
+            adoptable: adoptable.iter().map(|k| k.as_bytes().to_vec()).collect(),
+            next_adoptable: 0,
+            bits,
+            may_commit,
+            new_guards: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn outputs_adopt_the_last_next_level_guard_they_pass_where_it_fits() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let committed = [b"m".to_vec()];
+        let fits = Box::new(|k: &[u8]| k != b"x");
+        let mut p = partition(&committed, &["c", "d", "r", "x"], None, fits);
+        let cuts: Vec<bool> = ["a", "e", "f", "m", "r", "s", "z"]
+            .iter()
+            .map(|k| p.starts_guard(&icmp, k.as_bytes()))
+            .collect();
+        // "e" passes c and d (d adopted), "m" is committed, "r" adopted at a written key, "x"
+        // may not be committed (a table that stays spans it).
+        assert_eq!(cuts, [false, true, false, true, true, false, false]);
+        assert_eq!(p.new_guards, [b"d".to_vec(), b"r".to_vec()]);
+    }
+
+    #[test]
+    fn a_written_key_both_adopted_and_a_hash_candidate_is_one_new_guard() {
+        let icmp = InternalKeyComparator::new(default_comparator());
+        // Zero bits: every written key is a hash candidate.
+        let mut p = partition(&[], &["b"], Some(0), Box::new(|_| true));
+        assert!(p.starts_guard(&icmp, b"a"));
+        assert!(p.starts_guard(&icmp, b"b"));
+        assert_eq!(p.new_guards, [b"a".to_vec(), b"b".to_vec()]);
+    }
 
     #[test]
     fn survivors_keep_one_entry_per_snapshot_stripe() {
