@@ -520,7 +520,7 @@ pub fn merge(
                 adoptable: adoptable_guards(version, out),
                 next_adoptable: 0,
                 // A sixteenth of a table: 4 MiB with the default 64 MiB tables (a quarter,
-                // tried at 50M keys, left level 1 fewer guards and wrote 2-4% more).
+                // tried at 50M keys, left level 1 16-21 guards against 24-27; docs/flsm.md).
                 adopt_after: target_file_size / 16,
                 since_cut: 0,
                 bits: Some(new_guard_bits),
