@@ -471,8 +471,9 @@ pub(super) fn input_iterators(
 
 /// Executes a merge: reads every input table, writes the survivors to the output level, and
 /// returns the edit that swaps inputs for outputs. With [`OutputPlan::ByGuards`] the outputs are cut at the
-/// output level's guards, and new guards chosen from the written keys are committed in the same
-/// edit (at the output level and every deeper level that lacks them).
+/// output level's guards, and new guards (chosen from the written keys, or adopted from the next
+/// level down) are committed in the same edit (at the output level and every deeper level that
+/// lacks them).
 pub fn merge(
     ctx: &JobContext<'_>,
     version: &Version,

@@ -67,8 +67,8 @@ pub enum OutputPlan {
     },
     /// Cut at `target_file_size` and before every guard of the output level; the outputs are
     /// added beside the tables already there (FLSM fragments). A written key whose guard hash
-    /// ends in `new_guard_bits` one bits becomes a guard of the output level, if no table that
-    /// stays spans it.
+    /// ends in `new_guard_bits` one bits becomes a guard of the output level, and so may a
+    /// guard of the next level down that the outputs pass, if no table that stays spans it.
     ByGuards {
         /// Size at which outputs are cut.
         target_file_size: u64,
