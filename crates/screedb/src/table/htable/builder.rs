@@ -42,6 +42,9 @@ pub struct HTableBuilder {
     arena: Vec<u8>,
     entries: Vec<Pending>,
     item_bytes: u64,
+    /// Every entry so far was added after the one before it in internal-key order (as flushes
+    /// and compactions add them): `finish` then orders by bucket alone (see [`by_bucket`]).
+    in_order: bool,
 }
 
 impl fmt::Debug for HTableBuilder {
@@ -64,6 +67,7 @@ impl HTableBuilder {
             arena: Vec::new(),
             entries: Vec::new(),
             item_bytes: 0,
+            in_order: true,
         }
     }
 
@@ -79,6 +83,13 @@ impl HTableBuilder {
             ))
         })?;
         key::check_key_value(parsed.user_key, value)?;
+        let trailer = key::trailer(ikey);
+        if self.in_order
+            && let Some(last) = self.entries.last()
+        {
+            self.in_order =
+                (self.user_key(last), Reverse(last.trailer)) < (parsed.user_key, Reverse(trailer));
+        }
         let hash = KeyHash::of(self.opts.hash_seed, parsed.user_key);
         let at = self.arena.len();
         self.arena.extend_from_slice(parsed.user_key);
@@ -89,7 +100,7 @@ impl HTableBuilder {
             at,
             klen: parsed.user_key.len() as u32,
             vlen: value.len() as u32,
-            trailer: key::trailer(ikey),
+            trailer,
         });
         self.item_bytes += format::entry_len(parsed.user_key.len(), value.len()) as u64;
         Ok(())
@@ -160,13 +171,17 @@ impl HTableBuilder {
                 e.bucket = e.hash.bucket(n);
             }
         }
-        entries.sort_by(|a, b| {
-            (a.bucket, self.user_key(a), Reverse(a.trailer)).cmp(&(
-                b.bucket,
-                self.user_key(b),
-                Reverse(b.trailer),
-            ))
-        });
+        // Order: bucket, then user key, then newest first.
+        match self.in_order.then(|| by_bucket(&entries, n)).flatten() {
+            Some(sorted) => entries = sorted,
+            None => entries.sort_by(|a, b| {
+                (a.bucket, self.user_key(a), Reverse(a.trailer)).cmp(&(
+                    b.bucket,
+                    self.user_key(b),
+                    Reverse(b.trailer),
+                ))
+            }),
+        }
         // Groups: runs of one user key.
         let mut spans: Vec<(usize, usize)> = Vec::new();
         for i in 0..entries.len() {
@@ -415,4 +430,25 @@ impl HTableBuilder {
         p.largest_key = max.map(|i| ikey(&entries[i])).unwrap_or_default();
         p
     }
+}
+
+/// `entries`, already in internal-key order, stably reordered by bucket (a counting sort): the
+/// order `finish` needs, bucket then internal key, without comparing keys. None if an entry's
+/// bucket is not below `n`.
+fn by_bucket(entries: &[Pending], n: u32) -> Option<Vec<Pending>> {
+    let mut start = vec![0usize; n as usize + 1];
+    for e in entries {
+        *start.get_mut(e.bucket as usize + 1)? += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let first = *entries.first()?;
+    let mut out = vec![first; entries.len()];
+    for e in entries {
+        let at = &mut start[e.bucket as usize];
+        out[*at] = *e;
+        *at += 1;
+    }
+    Some(out)
 }

@@ -1,32 +1,64 @@
 //! The sorted view of an HTable: every entry, read bucket by bucket and sorted in memory (as
 //! RocksDB's cuckoo-table reader does), for compaction, check, dump and repair.
+//!
+//! The entries are copied into one arena (internal key, then value) and sorted through a small
+//! index whose first field is the user key's leading eight bytes, so most comparisons of a sort
+//! compare two integers instead of following two pointers into the arena (a split job sorts every
+//! input table this way; the sort was a fifth of its CPU when each entry was two `Vec`s ordered by
+//! the comparator).
 
+use std::cmp::{Ordering, Reverse};
 use std::fmt;
 use std::sync::Arc;
 
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::Result;
-use crate::iter::{VecIterator, forward_internal_iterator};
+use crate::iter::InternalIterator;
+use crate::key::TRAILER_LEN;
 
 use super::reader::HTable;
 
+/// One entry of the view: its internal key is `arena[at..at + klen]` (user key, then the
+/// 8-byte trailer) and its value the `vlen` bytes after it.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The user key's first eight bytes, big-endian, zero-padded: ordered as the keys are
+    /// (see [`prefix_of`]).
+    prefix: u64,
+    at: usize,
+    klen: u32,
+    vlen: u32,
+}
+
+/// The first eight bytes of `user_key` as a big-endian integer, zero-padded. For two keys
+/// `a`, `b`: `prefix_of(a) < prefix_of(b)` implies `a < b` bytewise, so only equal prefixes need
+/// the keys compared.
+fn prefix_of(user_key: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = user_key.len().min(8);
+    p[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(p)
+}
+
 /// Every entry of one HTable in internal-key order (user key bytewise ascending, then newest
-/// first): forward, backward and seek over a sorted vector.
+/// first): forward, backward and seek over a sorted index into one arena.
 pub struct HTableIterator {
     /// Keeps the table open while the iterator lives.
     table: Arc<HTable>,
-    inner: VecIterator,
+    arena: Vec<u8>,
+    slots: Vec<Slot>,
+    pos: Option<usize>,
+    icmp: InternalKeyComparator,
 }
 
 impl fmt::Debug for HTableIterator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HTableIterator")
             .field("table", &self.table.path())
+            .field("entries", &self.slots.len())
             .finish()
     }
 }
-
-forward_internal_iterator!(HTableIterator, inner);
 
 /// Buckets read at once by a scan (256 KiB of 4 KiB buckets).
 const SCAN_BUCKETS: u32 = 64;
@@ -36,14 +68,21 @@ impl HTable {
     /// the block cache is neither read nor filled) and returns their entries sorted by internal
     /// key. Holds the whole table in memory (a table is 32 MiB by default).
     pub fn sorted_iter(self: &Arc<Self>) -> Result<HTableIterator> {
-        let mut all: Vec<(Vec<u8>, Vec<u8>)> =
-            Vec::with_capacity(self.properties().num_entries.min(1 << 24) as usize);
+        let props = self.properties();
+        let mut arena =
+            Vec::with_capacity((props.raw_key_bytes + props.raw_value_bytes).min(1 << 32) as usize);
+        let mut slots: Vec<Slot> = Vec::with_capacity(props.num_entries.min(1 << 24) as usize);
         let verify = self.verify_checksums();
         let mut push = |user_key: &[u8], trailer: u64, value: &[u8]| {
-            let mut k = Vec::with_capacity(user_key.len() + 8);
-            k.extend_from_slice(user_key);
-            k.extend_from_slice(&trailer.to_le_bytes());
-            all.push((k, value.to_vec()));
+            slots.push(Slot {
+                prefix: prefix_of(user_key),
+                at: arena.len(),
+                klen: (user_key.len() + TRAILER_LEN) as u32,
+                vlen: value.len() as u32,
+            });
+            arena.extend_from_slice(user_key);
+            arena.extend_from_slice(&trailer.to_le_bytes());
+            arena.extend_from_slice(value);
         };
         // Whole runs of buckets straight from the file: a scan does not fill the block cache.
         let b = self.footer().bucket_bytes as usize;
@@ -66,11 +105,83 @@ impl HTable {
                 push(e.user_key, e.trailer, e.value);
             }
         }
-        let icmp = InternalKeyComparator::new(default_comparator());
-        all.sort_by(|a, b| icmp.compare(&a.0, &b.0));
+        // Internal keys are unique (a user key never has two entries of one sequence number),
+        // so an unstable sort gives the one order.
+        slots.sort_unstable_by(|x, y| order(&arena, x, y));
         Ok(HTableIterator {
             table: Arc::clone(self),
-            inner: VecIterator::new(all, icmp),
+            arena,
+            slots,
+            pos: None,
+            icmp: InternalKeyComparator::new(default_comparator()),
         })
+    }
+}
+
+/// Internal-key order of two slots: user key bytewise ascending, then trailer descending.
+fn order(arena: &[u8], x: &Slot, y: &Slot) -> Ordering {
+    x.prefix.cmp(&y.prefix).then_with(|| {
+        let (xk, xt) = split_ikey(ikey(arena, x));
+        let (yk, yt) = split_ikey(ikey(arena, y));
+        (xk, Reverse(xt)).cmp(&(yk, Reverse(yt)))
+    })
+}
+
+fn ikey<'a>(arena: &'a [u8], s: &Slot) -> &'a [u8] {
+    arena.get(s.at..s.at + s.klen as usize).unwrap_or_default()
+}
+
+/// A stored internal key as (user key, trailer).
+fn split_ikey(ikey: &[u8]) -> (&[u8], u64) {
+    let cut = ikey.len().saturating_sub(TRAILER_LEN);
+    let (user, trailer) = ikey.split_at(cut);
+    let trailer = trailer
+        .try_into()
+        .map(u64::from_le_bytes)
+        .unwrap_or_default();
+    (user, trailer)
+}
+
+impl HTableIterator {
+    fn slot(&self) -> Option<&Slot> {
+        self.pos.and_then(|p| self.slots.get(p))
+    }
+}
+
+impl InternalIterator for HTableIterator {
+    fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = (!self.slots.is_empty()).then_some(0);
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = self.slots.len().checked_sub(1);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let i = self
+            .slots
+            .partition_point(|s| self.icmp.compare(ikey(&self.arena, s), target) == Ordering::Less);
+        self.pos = (i < self.slots.len()).then_some(i);
+    }
+    fn next(&mut self) {
+        self.pos = self.pos.map(|p| p + 1).filter(|&p| p < self.slots.len());
+    }
+    fn prev(&mut self) {
+        self.pos = self.pos.and_then(|p| p.checked_sub(1));
+    }
+    fn key(&self) -> &[u8] {
+        self.slot().map_or(&[], |s| ikey(&self.arena, s))
+    }
+    fn value(&self) -> &[u8] {
+        self.slot().map_or(&[], |s| {
+            let start = s.at + s.klen as usize;
+            self.arena
+                .get(start..start + s.vlen as usize)
+                .unwrap_or_default()
+        })
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
     }
 }
