@@ -375,11 +375,12 @@ fn shared_between_threads_and_served_from_the_block_cache() {
 }
 
 /// Keys that share their first eight bytes, or differ only by trailing zero bytes, are ordered
-/// by the whole key (the sorted view compares an eight-byte prefix first); adding entries in
-/// internal-key order (the builder's counting sort) writes the same file as adding them shuffled.
+/// by the whole key (the sorted view sorts by eight bytes first: those after the prefix all keys
+/// share, here none or eleven); adding entries in internal-key order (the builder's counting sort)
+/// writes the same file as adding them shuffled.
 #[test]
 fn sorted_view_orders_keys_past_their_first_eight_bytes() {
-    let keys: Vec<Vec<u8>> = vec![
+    let tails: Vec<Vec<u8>> = vec![
         b"".to_vec(),
         vec![0],
         vec![0, 0],
@@ -398,45 +399,48 @@ fn sorted_view_orders_keys_past_their_first_eight_bytes() {
         b"ba".to_vec(),
         vec![0xff; 9],
     ];
-    assert!(keys.windows(2).all(|w| w[0] < w[1]));
-    let mut sorted: Vec<Item> = Vec::new();
-    for (i, k) in keys.iter().enumerate() {
-        for seq in [30 + i as u64, 10 + i as u64] {
-            sorted.push((k.clone(), seq, ValueKind::Value, vec![i as u8; 3]));
+    for lead in [b"".as_slice(), b"user0000000"] {
+        let keys: Vec<Vec<u8>> = tails.iter().map(|t| [lead, t].concat()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let mut sorted: Vec<Item> = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            for seq in [30 + i as u64, 10 + i as u64] {
+                sorted.push((k.clone(), seq, ValueKind::Value, vec![i as u8; 3]));
+            }
         }
+        let mut shuffled = sorted.clone();
+        let mut rng = Rng(5);
+        for i in (1..shuffled.len()).rev() {
+            shuffled.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+        }
+        assert_ne!(shuffled, sorted);
+        let fs = MemFs::new();
+        let opts = HTableOptions {
+            num_buckets: 5,
+            bucket_bytes: 512,
+            ..HTableOptions::default()
+        };
+        let (a, b) = (PathBuf::from("a.ht"), PathBuf::from("b.ht"));
+        build(&fs, &a, &opts, &sorted);
+        build(&fs, &b, &opts, &shuffled);
+        let read = |p: &Path| {
+            let f = fs.open(p).unwrap();
+            let mut buf = vec![0u8; f.size() as usize];
+            f.read_exact_at(&mut buf, 0).unwrap();
+            buf
+        };
+        assert_eq!(read(&a), read(&b));
+        let mut it = open(&fs, &a, &opts, None).unwrap().sorted_iter().unwrap();
+        let mut got = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            got.push(it.key().to_vec());
+            it.next();
+        }
+        let want: Vec<Vec<u8>> = sorted
+            .iter()
+            .map(|(k, s, kind, _)| make_internal_key(k, *s, *kind))
+            .collect();
+        assert_eq!(got, want);
     }
-    let mut shuffled = sorted.clone();
-    let mut rng = Rng(5);
-    for i in (1..shuffled.len()).rev() {
-        shuffled.swap(i, (rng.next() % (i as u64 + 1)) as usize);
-    }
-    assert_ne!(shuffled, sorted);
-    let fs = MemFs::new();
-    let opts = HTableOptions {
-        num_buckets: 5,
-        bucket_bytes: 512,
-        ..HTableOptions::default()
-    };
-    let (a, b) = (PathBuf::from("a.ht"), PathBuf::from("b.ht"));
-    build(&fs, &a, &opts, &sorted);
-    build(&fs, &b, &opts, &shuffled);
-    let read = |p: &Path| {
-        let f = fs.open(p).unwrap();
-        let mut buf = vec![0u8; f.size() as usize];
-        f.read_exact_at(&mut buf, 0).unwrap();
-        buf
-    };
-    assert_eq!(read(&a), read(&b));
-    let mut it = open(&fs, &a, &opts, None).unwrap().sorted_iter().unwrap();
-    let mut got = Vec::new();
-    it.seek_to_first();
-    while it.valid() {
-        got.push(it.key().to_vec());
-        it.next();
-    }
-    let want: Vec<Vec<u8>> = sorted
-        .iter()
-        .map(|(k, s, kind, _)| make_internal_key(k, *s, *kind))
-        .collect();
-    assert_eq!(got, want);
 }
