@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
 
+use super::parallel::{Finisher, map_on_two_threads};
 use super::{CompactionFilter, MergeSpec, OutputPlan};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -25,7 +26,7 @@ use crate::layout::flsm::guards;
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::table::htable::KeyHash;
 use crate::table::{TableCache, TableFormat, TableOptions, TableWriter, create_writer};
-use crate::version::Version;
+use crate::version::{FileRef, Version};
 
 /// What a job needs from the database.
 #[allow(missing_debug_implementations)]
@@ -255,7 +256,9 @@ type OpenTable = (u64, u64, Box<dyn TableWriter>);
 
 /// Writes the entries of `input` into tables of `ctx.format`, one open table per route, each
 /// cut once it is full (`target_file_size` for sorted tables) and at guard boundaries, never
-/// between two entries of one user key. Returns the new tables.
+/// between two entries of one user key. Returns the new tables. With `parallel`, full tables
+/// are finished on a helper thread while the entries go on (`parallel.rs`), and the tables come
+/// back in no particular order.
 #[allow(
     clippy::too_many_arguments,
     reason = "one private step shared by flush and merge"
@@ -269,12 +272,68 @@ fn write_tables(
     route_of: Router<'_>,
     filter: Option<(&dyn CompactionFilter, usize)>,
     cancel: Option<&AtomicBool>,
-    mut key_hashes: Option<&mut KeyHashes>,
+    key_hashes: Option<&mut KeyHashes>,
+    parallel: bool,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
+    std::thread::scope(|scope| {
+        let mut finisher = Finisher::new(parallel.then_some(scope));
+        let outputs = write_entries(
+            ctx,
+            input,
+            target_file_size,
+            &mut may_drop_tombstone,
+            partition,
+            route_of,
+            filter,
+            cancel,
+            key_hashes,
+            &mut finisher,
+            stats,
+        )
+        .and_then(|()| finisher.into_finished())?;
+        for meta in &outputs {
+            stats.bytes_written += meta.file_size;
+            stats.files_written += 1;
+        }
+        Ok(outputs)
+    })
+    .and_then(|outputs| {
+        if !outputs.is_empty() {
+            // The new tables' directory entries must be durable before an edit names them.
+            ctx.fs.sync_dir(ctx.dir)?;
+        }
+        // Open every new table once, as LevelDB does: a table that cannot be read back
+        // (footer, index or filter) fails the job before an edit names it, and the first reads
+        // after the install find it open instead of loading its index and filter themselves.
+        for meta in &outputs {
+            ctx.tables.get(meta)?;
+        }
+        Ok(outputs)
+    })
+}
+
+/// The loop of [`write_tables`]: every surviving entry into its open table; full tables (and at
+/// the end all of them) go to `finisher`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the arguments of write_tables, passed on"
+)]
+fn write_entries(
+    ctx: &JobContext<'_>,
+    input: &mut dyn InternalIterator,
+    target_file_size: u64,
+    may_drop_tombstone: &mut dyn FnMut(&[u8]) -> bool,
+    partition: &mut Partition<'_>,
+    route_of: Router<'_>,
+    filter: Option<(&dyn CompactionFilter, usize)>,
+    cancel: Option<&AtomicBool>,
+    mut key_hashes: Option<&mut KeyHashes>,
+    finisher: &mut Finisher<'_, '_>,
+    stats: &mut JobStats,
+) -> Result<()> {
     let newest_snapshot = ctx.snapshots.last().copied().unwrap_or(0);
     let mut tombstone = Vec::new();
-    let mut outputs = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
     let mut open: Vec<OpenTable> = Vec::new();
     // The open table of the current user key.
@@ -312,7 +371,7 @@ fn write_tables(
                 && (new_guard || open[i].2.is_full(target_file_size))
             {
                 let (route, number, writer) = open.swap_remove(i);
-                outputs.push(finish(writer, number, route, stats)?);
+                finisher.finish((writer, number, route))?;
             }
             current = match open.iter().position(|o| o.0 == route) {
                 Some(i) => i,
@@ -359,34 +418,9 @@ fn write_tables(
     }
     input.status()?;
     for (route, number, writer) in open {
-        outputs.push(finish(writer, number, route, stats)?);
+        finisher.finish((writer, number, route))?;
     }
-    if !outputs.is_empty() {
-        // The new tables' directory entries must be durable before an edit names them.
-        ctx.fs.sync_dir(ctx.dir)?;
-    }
-    // Open every new table once, as LevelDB does: a table that cannot be read back (footer,
-    // index or filter) fails the job before an edit names it, and the first reads after the
-    // install find it open instead of loading its index and filter themselves.
-    for meta in &outputs {
-        ctx.tables.get(meta)?;
-    }
-    Ok(outputs)
-}
-
-fn finish(
-    writer: Box<dyn TableWriter>,
-    number: u64,
-    route: u64,
-    stats: &mut JobStats,
-) -> Result<FileMeta> {
-    let meta = FileMeta {
-        route,
-        ..finish_table(writer, number)?
-    };
-    stats.bytes_written += meta.file_size;
-    stats.files_written += 1;
-    Ok(meta)
+    Ok(())
 }
 
 /// Finishes table `number` and describes it as the manifest records it (also used by repair).
@@ -426,6 +460,7 @@ pub fn flush(
         None,
         None,
         None,
+        false,
         &mut stats,
     )?;
     Ok((outputs, stats))
@@ -447,6 +482,17 @@ pub(super) fn input_iterators(
             tables.get(f)?.iter()
         });
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    if let OutputPlan::ByHash { .. } = spec.output {
+        // Every input of a hash split is read whole and sorted (an HTable keeps no order), so
+        // they are all opened now, on two threads (`parallel.rs`).
+        let files: Vec<&FileRef> = spec.inputs.iter().flat_map(|(_, f)| f).collect();
+        stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
+        let tables = ctx.tables;
+        for child in map_on_two_threads(files, |f| tables.get(f).and_then(|t| t.iter())) {
+            children.push(child?);
+        }
+        return Ok(children);
+    }
     for (level, files) in &spec.inputs {
         stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
         if *level == 0 {
@@ -547,6 +593,7 @@ pub fn merge(
         ctx.compaction_filter.map(|f| (f, out)),
         ctx.cancel,
         key_hashes.as_mut(),
+        matches!(spec.output, OutputPlan::ByHash { .. }),
         &mut stats,
     )?;
     if let Some(hashes) = key_hashes {

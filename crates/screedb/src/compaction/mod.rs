@@ -10,6 +10,7 @@
 mod clusters;
 mod filter;
 pub mod job;
+mod parallel;
 mod sync_batch;
 pub mod tree_job;
 
