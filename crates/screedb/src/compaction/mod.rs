@@ -10,6 +10,8 @@
 mod clusters;
 mod filter;
 pub mod job;
+#[cfg(test)]
+mod merge_tests;
 mod parallel;
 mod sync_batch;
 pub mod tree_job;
