@@ -470,7 +470,9 @@ pub fn flush(
 /// level >= 1 as sorted runs of disjoint tables (first fit), every run concatenated and its
 /// tables opened one at a time as the merge reaches them. A merge then holds one open table per
 /// run, not one per input: a full compaction of thousands of small tables stays within
-/// `max_open_tables` (the table cache's bound) plus its runs.
+/// `max_open_tables` (the table cache's bound) plus its runs. A hash split opens every input at
+/// once, on two threads: HTables of one container all span the key space (each is a run of its
+/// own), and each is read whole and sorted in memory anyway.
 pub(super) fn input_iterators(
     ctx: &JobContext<'_>,
     spec: &MergeSpec,

@@ -37,12 +37,15 @@ where
         done
     };
     let (mut mine, theirs) = std::thread::scope(|s| {
-        let helper = s.spawn(run);
+        // Without a helper (the system refused a thread) this thread does everything.
+        let helper = helper_thread().spawn_scoped(s, run).ok();
         let mine = run();
-        (mine, helper.join())
+        (mine, helper.map(|h| h.join()))
     });
     // The helper runs only `work`, so it panics only if `work` does: re-raise it then.
-    mine.extend(theirs.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+    if let Some(theirs) = theirs {
+        mine.extend(theirs.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+    }
     mine.sort_by_key(|&(i, _)| i);
     debug_assert_eq!(mine.len(), n);
     mine.into_iter().map(|(_, t)| t).collect()
@@ -81,7 +84,21 @@ impl<'scope, 'env> Finisher<'scope, 'env> {
             return Ok(());
         }
         self.join()?;
-        self.helper = Some(scope.spawn(move || finish(table)));
+        // The table comes back if the system refuses a thread: then it is finished here.
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(table)));
+        let theirs = std::sync::Arc::clone(&slot);
+        let spawned = helper_thread().spawn_scoped(scope, move || match take(&theirs) {
+            Some(table) => finish(table),
+            None => Err(Error::invalid("a helper thread found no table to finish")),
+        });
+        match spawned {
+            Ok(h) => self.helper = Some(h),
+            Err(_) => {
+                if let Some(table) = take(&slot) {
+                    self.done.push(finish(table)?);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -115,6 +132,15 @@ impl Drop for Finisher<'_, '_> {
             let _ = h.join();
         }
     }
+}
+
+/// The builder of a job's helper thread.
+fn helper_thread() -> std::thread::Builder {
+    std::thread::Builder::new().name("screedb-job-helper".to_string())
+}
+
+fn take(slot: &std::sync::Mutex<Option<Full>>) -> Option<Full> {
+    crate::sync::lock(slot).take()
 }
 
 fn finish((writer, number, route): Full) -> Result<FileMeta> {

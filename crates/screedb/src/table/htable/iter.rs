@@ -69,9 +69,14 @@ impl HTable {
     /// key. Holds the whole table in memory (a table is 32 MiB by default).
     pub fn sorted_iter(self: &Arc<Self>) -> Result<HTableIterator> {
         let props = self.properties();
-        let mut arena =
-            Vec::with_capacity((props.raw_key_bytes + props.raw_value_bytes).min(1 << 32) as usize);
-        let mut slots: Vec<Slot> = Vec::with_capacity(props.num_entries.min(1 << 24) as usize);
+        // Reserved from the properties, never past what the file can hold (they are read from
+        // it, and an HTable is not compressed): every entry takes at least its 8-byte trailer.
+        let file_size = props.file_size;
+        let mut arena = Vec::with_capacity(
+            (props.raw_key_bytes.saturating_add(props.raw_value_bytes)).min(file_size) as usize,
+        );
+        let mut slots: Vec<Slot> =
+            Vec::with_capacity(props.num_entries.min(file_size / TRAILER_LEN as u64) as usize);
         let verify = self.verify_checksums();
         // The length of the prefix every user key shares (its first key's, cut down).
         let mut first: Option<Vec<u8>> = None;

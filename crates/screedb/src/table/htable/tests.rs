@@ -377,7 +377,7 @@ fn shared_between_threads_and_served_from_the_block_cache() {
 /// Keys that share their first eight bytes, or differ only by trailing zero bytes, are ordered
 /// by the whole key (the sorted view sorts by eight bytes first: those after the prefix all keys
 /// share, here none or eleven); adding entries in internal-key order (the builder's counting sort)
-/// writes the same file as adding them shuffled.
+/// writes the same file as adding them shuffled, or by key with each key's versions oldest first.
 #[test]
 fn sorted_view_orders_keys_past_their_first_eight_bytes() {
     let tails: Vec<Vec<u8>> = vec![
@@ -420,9 +420,19 @@ fn sorted_view_orders_keys_past_their_first_eight_bytes() {
             bucket_bytes: 512,
             ..HTableOptions::default()
         };
-        let (a, b) = (PathBuf::from("a.ht"), PathBuf::from("b.ht"));
+        // Keys ascending but each key's versions oldest first: not internal-key order either.
+        let mut oldest_first = sorted.clone();
+        for versions in oldest_first.chunks_mut(2) {
+            versions.swap(0, 1);
+        }
+        let (a, b, c) = (
+            PathBuf::from("a.ht"),
+            PathBuf::from("b.ht"),
+            PathBuf::from("c.ht"),
+        );
         build(&fs, &a, &opts, &sorted);
         build(&fs, &b, &opts, &shuffled);
+        build(&fs, &c, &opts, &oldest_first);
         let read = |p: &Path| {
             let f = fs.open(p).unwrap();
             let mut buf = vec![0u8; f.size() as usize];
@@ -430,6 +440,7 @@ fn sorted_view_orders_keys_past_their_first_eight_bytes() {
             buf
         };
         assert_eq!(read(&a), read(&b));
+        assert_eq!(read(&a), read(&c));
         let mut it = open(&fs, &a, &opts, None).unwrap().sorted_iter().unwrap();
         let mut got = Vec::new();
         it.seek_to_first();
