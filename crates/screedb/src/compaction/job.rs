@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use std::collections::HashSet;
 
-use super::parallel::{Finisher, map_on_two_threads};
+use super::parallel::{Finisher, try_map_on_two_threads};
 use super::{CompactionFilter, MergeSpec, OutputPlan};
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
@@ -490,10 +490,7 @@ pub(super) fn input_iterators(
         let files: Vec<&FileRef> = spec.inputs.iter().flat_map(|(_, f)| f).collect();
         stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
         let tables = ctx.tables;
-        for child in map_on_two_threads(files, |f| tables.get(f).and_then(|t| t.iter())) {
-            children.push(child?);
-        }
-        return Ok(children);
+        return try_map_on_two_threads(files, |f| tables.get(f).and_then(|t| t.iter()));
     }
     for (level, files) in &spec.inputs {
         stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();

@@ -9,6 +9,7 @@
 //! one job slot free for flushes). Sorted tables write their blocks as entries arrive; their
 //! layouts keep one thread per job.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::error::{Error, Result};
@@ -16,23 +17,34 @@ use crate::manifest::FileMeta;
 use crate::table::TableWriter;
 
 /// Runs `work` over `items` on this thread and one helper, each taking the next item as it
-/// becomes free. Results come back in the order of `items`.
-pub(super) fn map_on_two_threads<I, T, F>(items: Vec<I>, work: F) -> Vec<T>
+/// becomes free. Results come back in the order of `items`; after the first error neither
+/// thread starts another item, and the first error (in the order of `items`) is returned.
+pub(super) fn try_map_on_two_threads<I, T, F>(items: Vec<I>, work: F) -> Result<Vec<T>>
 where
     I: Send,
     T: Send,
-    F: Fn(I) -> T + Sync,
+    F: Fn(I) -> Result<T> + Sync,
 {
     if items.len() < 2 {
         return items.into_iter().map(work).collect();
     }
     let n = items.len();
     let queue = std::sync::Mutex::new(items.into_iter().enumerate());
-    let next = || crate::sync::lock(&queue).next();
+    let failed = AtomicBool::new(false);
+    let next = || {
+        if failed.load(Ordering::Acquire) {
+            return None;
+        }
+        crate::sync::lock(&queue).next()
+    };
     let run = || {
         let mut done = Vec::new();
         while let Some((i, item)) = next() {
-            done.push((i, work(item)));
+            let result = work(item);
+            if result.is_err() {
+                failed.store(true, Ordering::Release);
+            }
+            done.push((i, result));
         }
         done
     };
@@ -47,7 +59,7 @@ where
         mine.extend(theirs.unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
     }
     mine.sort_by_key(|&(i, _)| i);
-    debug_assert_eq!(mine.len(), n);
+    debug_assert!(mine.len() == n || failed.load(Ordering::Acquire));
     mine.into_iter().map(|(_, t)| t).collect()
 }
 
@@ -210,16 +222,40 @@ mod tests {
     }
 
     #[test]
-    fn results_keep_the_order_of_the_items() {
+    fn results_keep_the_order_of_the_items_and_stop_at_an_error() {
         let items: Vec<u64> = (0..100).collect();
-        let squares = map_on_two_threads(items, |i| {
+        let squares = try_map_on_two_threads(items, |i| {
             if i % 7 == 0 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            i * i
+            Ok(i * i)
         });
-        assert_eq!(squares, (0..100u64).map(|i| i * i).collect::<Vec<_>>());
-        assert_eq!(map_on_two_threads(vec![3u8], |i| i + 1), vec![4]);
-        assert!(map_on_two_threads(Vec::<u8>::new(), |i| i).is_empty());
+        assert_eq!(
+            squares.unwrap(),
+            (0..100u64).map(|i| i * i).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            try_map_on_two_threads(vec![3u8], |i| Ok(i + 1)).unwrap(),
+            vec![4]
+        );
+        assert!(
+            try_map_on_two_threads(Vec::<u8>::new(), Ok)
+                .unwrap()
+                .is_empty()
+        );
+        // Item 10 fails: the error comes back and few items after it are started.
+        let started = std::sync::atomic::AtomicUsize::new(0);
+        let err = try_map_on_two_threads((0..1000u64).collect(), |i| {
+            started.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            if i == 10 {
+                return Err(Error::invalid("input 10 is corrupt"));
+            }
+            Ok(i)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("input 10"), "{err}");
+        let started = started.load(Ordering::Relaxed);
+        assert!(started < 100, "{started} items started");
     }
 }
