@@ -1,44 +1,87 @@
 //! `job::merge` over real tables (the other compaction tests hand-build versions with no files).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::job::{self, JobContext};
-use super::test_support::version;
+use super::job::{self, JobContext, JobStats};
+use super::test_support::{version, version_of};
 use super::{MergeSpec, OutputPlan};
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::fs::{Fs, MemFs};
 use crate::key::{ValueKind, make_internal_key, parse_internal_key};
-use crate::manifest::FileMeta;
+use crate::layout::LayoutKind;
+use crate::manifest::{FileMeta, VersionEdit};
 use crate::table::{TableCache, TableFormat, TableOptions, create_writer};
+use crate::version::Version;
 
-/// Writes table `number` on `fs` holding `keys` (ascending) at sequence `number`, values of
-/// 100 bytes.
-fn table(
-    fs: &MemFs,
-    dir: &Path,
-    icmp: &InternalKeyComparator,
-    number: u64,
-    keys: &[String],
-) -> FileMeta {
-    let path = crate::filename::table_file(dir, number);
-    let mut w = create_writer(
-        fs,
-        &path,
-        TableFormat::Sorted,
-        &TableOptions::default(),
-        icmp,
-    )
-    .unwrap();
-    for k in keys {
-        w.add(
-            &make_internal_key(k.as_bytes(), number, ValueKind::Value),
-            &[b'v'; 100],
-        )
-        .unwrap();
+/// Tables of one format in `/db` on a `MemFs`, and merges run over them.
+struct Tables {
+    fs: Arc<MemFs>,
+    dir: PathBuf,
+    icmp: InternalKeyComparator,
+    opts: TableOptions,
+    format: TableFormat,
+    cache: Arc<TableCache>,
+}
+
+impl Tables {
+    fn new(format: TableFormat, opts: TableOptions) -> Self {
+        let fs = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        let icmp = InternalKeyComparator::new(default_comparator());
+        let cache = Arc::new(TableCache::new(
+            fs.clone(),
+            dir.clone(),
+            opts.clone(),
+            icmp.clone(),
+            64,
+            None,
+        ));
+        Tables {
+            fs,
+            dir,
+            icmp,
+            opts,
+            format,
+            cache,
+        }
     }
-    job::finish_table(w, number).unwrap()
+
+    /// Writes table `number` holding `keys` (ascending) at sequence `number`, 100-byte values
+    /// of the byte `number`.
+    fn write(&self, number: u64, keys: &[String]) -> FileMeta {
+        let path = crate::filename::table_file(&self.dir, number);
+        let mut w = create_writer(&*self.fs, &path, self.format, &self.opts, &self.icmp).unwrap();
+        for k in keys {
+            w.add(
+                &make_internal_key(k.as_bytes(), number, ValueKind::Value),
+                &[number as u8; 100],
+            )
+            .unwrap();
+        }
+        job::finish_table(w, number).unwrap()
+    }
+
+    /// Runs `spec` on `v` (no snapshots, no filter); new tables are numbered from 100.
+    fn merge(&self, v: &Version, spec: &MergeSpec) -> (VersionEdit, JobStats) {
+        let next = AtomicU64::new(100);
+        let new_file_number = || next.fetch_add(1, Ordering::Relaxed);
+        let ctx = JobContext {
+            fs: &*self.fs,
+            dir: &self.dir,
+            icmp: &self.icmp,
+            table_options: &self.opts,
+            format: self.format,
+            compaction_filter: None,
+            tables: &self.cache,
+            snapshots: &[],
+            new_file_number: &new_file_number,
+            cancel: None,
+        };
+        job::merge(&ctx, v, spec).unwrap()
+    }
 }
 
 /// A level-0 table of keys `a0`..`z9` merged into an empty, guard-less level 1 above a level 2
@@ -47,38 +90,12 @@ fn table(
 /// cut, commit them at level 1 only (levels 2 and 3 have them), and no output spans one.
 #[test]
 fn a_merge_adopts_the_guards_of_the_level_below_at_its_output_level() {
-    let fs = Arc::new(MemFs::new());
-    let dir = PathBuf::from("/db");
-    fs.create_dir_all(&dir).unwrap();
-    let icmp = InternalKeyComparator::new(default_comparator());
+    let t = Tables::new(TableFormat::Sorted, TableOptions::default());
     let keys: Vec<String> = ('a'..='z')
         .flat_map(|c| (0..10).map(move |i| format!("{c}{i}")))
         .collect();
-    let input = table(&fs, &dir, &icmp, 7, &keys);
     let guards = [(2, "f"), (2, "m"), (2, "t"), (3, "f"), (3, "m"), (3, "t")];
-    let v = version(&guards, vec![(0, input)]);
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        dir.clone(),
-        TableOptions::default(),
-        icmp.clone(),
-        16,
-        None,
-    ));
-    let next = AtomicU64::new(100);
-    let new_file_number = || next.fetch_add(1, Ordering::Relaxed);
-    let ctx = JobContext {
-        fs: &*fs,
-        dir: &dir,
-        icmp: &icmp,
-        table_options: &TableOptions::default(),
-        format: TableFormat::Sorted,
-        compaction_filter: None,
-        tables: &tables,
-        snapshots: &[],
-        new_file_number: &new_file_number,
-        cancel: None,
-    };
+    let v = version(&guards, vec![(0, t.write(7, &keys))]);
     // Each key and value is 102 bytes plus its 8-byte trailer: a sixteenth of 16,000 bytes
     // (1,000) is written after ten keys, well before each guard.
     let spec = MergeSpec {
@@ -90,7 +107,7 @@ fn a_merge_adopts_the_guards_of_the_level_below_at_its_output_level() {
         },
         seek: false,
     };
-    let (edit, stats) = job::merge(&ctx, &v, &spec).unwrap();
+    let (edit, stats) = t.merge(&v, &spec);
     let mut added: Vec<(u32, String)> = edit
         .added_guards
         .iter()
@@ -130,59 +147,20 @@ fn a_merge_adopts_the_guards_of_the_level_below_at_its_output_level() {
 /// version only.
 #[test]
 fn a_hash_split_puts_every_key_once_in_its_container() {
-    let fs = Arc::new(MemFs::new());
-    let dir = PathBuf::from("/db");
-    fs.create_dir_all(&dir).unwrap();
-    let icmp = InternalKeyComparator::new(default_comparator());
-    let v0 = super::test_support::version_of(crate::layout::LayoutKind::Trie, &[], Vec::new());
-    let seed = v0.hash_seed();
+    let seed = version_of(LayoutKind::Trie, &[], Vec::new()).hash_seed();
     let mut opts = TableOptions::default();
     opts.htable.num_buckets = 5;
     opts.htable.bucket_bytes = 512;
     opts.htable.hash_seed = seed;
-    let write = |number: u64, keys: &[String]| {
-        let path = crate::filename::table_file(&dir, number);
-        let mut w = create_writer(&*fs, &path, TableFormat::HTable, &opts, &icmp).unwrap();
-        for k in keys {
-            w.add(
-                &make_internal_key(k.as_bytes(), number, ValueKind::Value),
-                &[number as u8; 100],
-            )
-            .unwrap();
-        }
-        job::finish_table(w, number).unwrap()
-    };
+    let t = Tables::new(TableFormat::HTable, opts);
     let keys: Vec<String> = (0..1000).map(|i| format!("key{i:05}")).collect();
     let newer: Vec<String> = keys.iter().step_by(2).cloned().collect();
-    let (old, new) = (write(7, &keys), write(8, &newer));
-    let v = super::test_support::version_of(
-        crate::layout::LayoutKind::Trie,
+    let v = version_of(
+        LayoutKind::Trie,
         &[],
-        vec![(0, old), (0, new)],
+        vec![(0, t.write(7, &keys)), (0, t.write(8, &newer))],
     );
     assert_eq!(v.hash_seed(), seed);
-    let tables = Arc::new(TableCache::new(
-        fs.clone(),
-        dir.clone(),
-        opts.clone(),
-        icmp.clone(),
-        64,
-        None,
-    ));
-    let next = AtomicU64::new(100);
-    let new_file_number = || next.fetch_add(1, Ordering::Relaxed);
-    let ctx = JobContext {
-        fs: &*fs,
-        dir: &dir,
-        icmp: &icmp,
-        table_options: &opts,
-        format: TableFormat::HTable,
-        compaction_filter: None,
-        tables: &tables,
-        snapshots: &[],
-        new_file_number: &new_file_number,
-        cancel: None,
-    };
     let spec = MergeSpec {
         inputs: vec![(0, v.files(0).to_vec())],
         output_level: 1,
@@ -191,14 +169,14 @@ fn a_hash_split_puts_every_key_once_in_its_container() {
         },
         seek: false,
     };
-    let (edit, stats) = job::merge(&ctx, &v, &spec).unwrap();
+    let (edit, stats) = t.merge(&v, &spec);
     assert_eq!(stats.entries_dropped, newer.len() as u64);
     let mut seen = std::collections::BTreeMap::new();
     let mut per_route = std::collections::BTreeMap::<u64, usize>::new();
     for (level, f) in &edit.new_files {
         assert_eq!(*level, 1);
         *per_route.entry(f.route).or_default() += 1;
-        let mut it = tables.get(f).unwrap().iter().unwrap();
+        let mut it = t.cache.get(f).unwrap().iter().unwrap();
         it.seek_to_first();
         while it.valid() {
             let k = parse_internal_key(it.key()).unwrap();

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::TRAILER_LEN;
+use crate::key::{self, TRAILER_LEN};
 
 use super::reader::HTable;
 
@@ -118,7 +118,7 @@ impl HTable {
         // A radix sort by the eight bytes after the shared prefix, then each run of equal
         // prefixes by whole keys.
         for s in &mut slots {
-            let user_key = split_ikey(ikey(&arena, s)).0;
+            let user_key = key::user_key(ikey(&arena, s));
             s.prefix = prefix_of(user_key.get(shared..).unwrap_or_default());
         }
         radsort::sort_by_key(&mut slots, |s| s.prefix);
@@ -146,28 +146,15 @@ fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Internal-key order of two slots: user key bytewise ascending, then trailer descending.
+/// Internal-key order of two slots whose prefixes are equal: user key bytewise ascending, then
+/// trailer (sequence) descending.
 fn order(arena: &[u8], x: &Slot, y: &Slot) -> Ordering {
-    x.prefix.cmp(&y.prefix).then_with(|| {
-        let (xk, xt) = split_ikey(ikey(arena, x));
-        let (yk, yt) = split_ikey(ikey(arena, y));
-        (xk, Reverse(xt)).cmp(&(yk, Reverse(yt)))
-    })
+    let (x, y) = (ikey(arena, x), ikey(arena, y));
+    (key::user_key(x), Reverse(key::trailer(x))).cmp(&(key::user_key(y), Reverse(key::trailer(y))))
 }
 
 fn ikey<'a>(arena: &'a [u8], s: &Slot) -> &'a [u8] {
     arena.get(s.at..s.at + s.klen as usize).unwrap_or_default()
-}
-
-/// A stored internal key as (user key, trailer).
-fn split_ikey(ikey: &[u8]) -> (&[u8], u64) {
-    let cut = ikey.len().saturating_sub(TRAILER_LEN);
-    let (user, trailer) = ikey.split_at(cut);
-    let trailer = trailer
-        .try_into()
-        .map(u64::from_le_bytes)
-        .unwrap_or_default();
-    (user, trailer)
 }
 
 impl HTableIterator {
