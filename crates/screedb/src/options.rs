@@ -96,6 +96,16 @@ pub struct Options {
     /// disables; at most 0.25. Default: 1/16. RocksDB: `memtable_prefix_bloom_size_ratio` with
     /// `memtable_whole_key_filtering` (default off).
     pub memtable_filter_ratio: f64,
+    /// Largest hash index from each user key to its newest entry in a memtable's skiplist, as a
+    /// fraction of `write_buffer_size`: a point read (get) of a key the memtable holds finds it
+    /// with one probe instead of a skiplist search. Each memtable's index is sized for the
+    /// entries of the one before it (the first for 128-byte entries): 8-byte slots filled to
+    /// 80% at most, about 12.5 bytes per entry (7% of a 64 MiB memtable of 16-byte keys and
+    /// 128-byte values); keys past a full index are found by searching. It costs a hash and a
+    /// probe per write and is not counted against `write_buffer_size`. 0 disables; at most
+    /// 0.25. Default: 1/4. RocksDB: none (a hash-linked-list memtable comes closest). See
+    /// `docs/memtable.md`.
+    pub memtable_index_ratio: f64,
     /// With [`Memory::Flodb`], entries per membuffer bucket; a write whose bucket is full goes
     /// to the skiplist. Default: 8.
     pub membuffer_bucket_entries: usize,
@@ -222,6 +232,7 @@ impl Default for Options {
             membuffer_size: None,
             membuffer_bucket_entries: 8,
             memtable_filter_ratio: 1.0 / 16.0,
+            memtable_index_ratio: 0.25,
             layout: Layout::default(),
             write_buffer_size: 64 << 20,
             max_write_buffers: 2,
@@ -265,6 +276,7 @@ impl fmt::Debug for Options {
             .field("membuffer_size", &self.membuffer_size)
             .field("membuffer_bucket_entries", &self.membuffer_bucket_entries)
             .field("memtable_filter_ratio", &self.memtable_filter_ratio)
+            .field("memtable_index_ratio", &self.memtable_index_ratio)
             .field("layout", &self.layout)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffers", &self.max_write_buffers)
@@ -295,6 +307,10 @@ impl fmt::Debug for Options {
     }
 }
 
+/// Point-index bytes per expected memtable entry: an 8-byte slot at the index's 80% load,
+/// plus a quarter for a memtable holding more entries than the one before.
+const INDEX_BYTES_PER_ENTRY: usize = 8 * 5 / 4 * 5 / 4;
+
 impl Options {
     /// Sets `create_if_missing`.
     #[must_use]
@@ -320,6 +336,10 @@ impl Options {
         check(
             (0.0..=0.25).contains(&self.memtable_filter_ratio),
             "memtable_filter_ratio must be between 0 and 0.25",
+        )?;
+        check(
+            (0.0..=0.25).contains(&self.memtable_index_ratio),
+            "memtable_index_ratio must be between 0 and 0.25",
         )?;
         check(
             self.prefix_bloom_len <= 4096,
@@ -432,12 +452,23 @@ impl Options {
             Some(previous) => mem.with_neighbourhoods_from(previous),
             None => mem,
         };
+        let index_bytes = self.memtable_index_bytes(previous.map(crate::memtable::MemTable::len));
         mem.with_key_filter(self.memtable_filter_bytes())
+            .with_point_index(index_bytes)
     }
 
     /// Bytes of each memtable's key filter (`memtable_filter_ratio` of the write buffer).
     pub fn memtable_filter_bytes(&self) -> usize {
         (self.write_buffer_size as f64 * self.memtable_filter_ratio) as usize
+    }
+
+    /// Bytes of the point index of a memtable following one of `previous_entries` (`None`:
+    /// the first): [`INDEX_BYTES_PER_ENTRY`] per expected entry, at most `memtable_index_ratio`
+    /// of the write buffer.
+    pub fn memtable_index_bytes(&self, previous_entries: Option<usize>) -> usize {
+        let cap = (self.write_buffer_size as f64 * self.memtable_index_ratio) as usize;
+        let entries = previous_entries.unwrap_or(self.write_buffer_size / 128);
+        entries.saturating_mul(INDEX_BYTES_PER_ENTRY).min(cap)
     }
 
     /// The table format options these options imply.

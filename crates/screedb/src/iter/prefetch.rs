@@ -1,4 +1,5 @@
-//! Cache-line prefetch hints for seeks over many sources.
+//! Cache-line prefetch hints: for seeks over many sources, and for the memtable's point index
+//! (`memtable/point_index.rs`), whose slot a write touches under the skiplist's writer mutex.
 //!
 //! A merging iterator seeks its children one after another, and each child's seek is a chain
 //! of dependent cache misses (index entry, data block trailer, restart keys, entries): on a
@@ -27,4 +28,17 @@ pub(crate) fn prefetch(bytes: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
+}
+
+/// Asks the CPU to start loading the cache line holding `value`, without waiting for it.
+pub(crate) fn prefetch_line<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: as in `prefetch`: SSE is baseline on x86_64, a prefetch never faults, and
+        // the address is that of a live reference.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }

@@ -51,9 +51,8 @@ impl KeyFilter {
         self.words.len() * 8
     }
 
-    /// The word of `user_key` and the bits it sets there.
-    fn probe(&self, user_key: &[u8]) -> (&AtomicU64, u64) {
-        let hash = xxh3_64(user_key);
+    /// The word of a key whose xxh3 hash is `hash`, and the bits it sets there.
+    fn probe(&self, hash: u64) -> (&AtomicU64, u64) {
         // The high half picks the word (multiply-shift, no division), the low half the bits.
         let word = ((u128::from(hash >> 32) * self.words.len() as u128) >> 32) as usize;
         let (mut bit, mut mask) = (hash as u32, 0u64);
@@ -67,7 +66,12 @@ impl KeyFilter {
 
     /// Records `user_key`. Call before the key's entry is inserted into the skiplist.
     pub(super) fn insert(&self, user_key: &[u8]) {
-        let (word, mask) = self.probe(user_key);
+        self.insert_hash(xxh3_64(user_key));
+    }
+
+    /// Records the key whose xxh3 hash is `hash`.
+    pub(super) fn insert_hash(&self, hash: u64) {
+        let (word, mask) = self.probe(hash);
         if word.load(Ordering::Relaxed) & mask != mask {
             word.fetch_or(mask, Ordering::Relaxed);
         }
@@ -75,7 +79,12 @@ impl KeyFilter {
 
     /// False if `user_key` was certainly never inserted.
     pub(super) fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (word, mask) = self.probe(user_key);
+        self.may_contain_hash(xxh3_64(user_key))
+    }
+
+    /// False if the key whose xxh3 hash is `hash` was certainly never inserted.
+    pub(super) fn may_contain_hash(&self, hash: u64) -> bool {
+        let (word, mask) = self.probe(hash);
         word.load(Ordering::Relaxed) & mask == mask
     }
 }

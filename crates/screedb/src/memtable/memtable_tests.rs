@@ -362,11 +362,15 @@ proptest! {
         probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 1..20),
     ) {
         // Without a key filter, with one line of filter (it matches most keys) and with a
-        // larger one (it rules most absent keys out): the same answers.
-        for filter_bytes in [0, 64, 4096] {
+        // larger one (it rules most absent keys out); without a point index, with one of eight
+        // slots (full after six keys) and with a larger one: the same answers.
+        for (filter_bytes, index_bytes) in
+            [(0, 0), (64, 0), (4096, 0), (0, 64), (64, 64), (0, 4096), (4096, 4096)]
+        {
             let m = Arc::new(
                 MemTable::new(InternalKeyComparator::new(default_comparator()))
-                    .with_key_filter(filter_bytes),
+                    .with_key_filter(filter_bytes)
+                    .with_point_index(index_bytes),
             );
             let mut model = Model::new();
             // Unique sequence numbers, in an order unrelated to insertion order.
@@ -388,6 +392,9 @@ proptest! {
             prop_assert_eq!(&backward(&m), &want);
             for (probe, snap) in probes.iter().zip(snapshots.iter().cycle()) {
                 prop_assert_eq!(m.get(probe, *snap), model_get(&model, probe, *snap));
+                let latest = m.get_latest(probe).map(|(_, found)| found);
+                let newest = model_get(&model, probe, u64::MAX);
+                prop_assert_eq!(latest, (newest != LookupResult::NotFound).then_some(newest));
                 // seek agrees with the model's lower bound.
                 let mut it = m.iter();
                 it.seek(&make_internal_key(probe, *snap, ValueKind::FOR_SEEK));

@@ -13,6 +13,7 @@ mod hoods;
 mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
+mod point_index;
 mod skiplist;
 
 use std::fmt;
@@ -27,7 +28,7 @@ use bucket::BufferedEntry;
 use filter::KeyFilter;
 use membuffer::{Membuffer, PutOutcome};
 pub use skiplist::BatchEntry;
-use skiplist::{Iter, SkipList};
+use skiplist::{Iter, Newest, SkipList};
 
 /// What [`MemTable::get`] found for a user key at a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +56,8 @@ const SAMPLE_PER_HOOD: usize = 64;
 /// Reads consult both. Iteration sees the skiplist only: drain first.
 ///
 /// With a key filter ([`MemTable::with_key_filter`]), point reads skip the skiplist for keys it
-/// rules out (`filter.rs`).
+/// rules out (`filter.rs`); with a point index ([`MemTable::with_point_index`]) they find the
+/// newest entry of a key it holds without searching it (`point_index.rs`).
 pub struct MemTable {
     list: Arc<SkipList>,
     buffer: Option<Membuffer>,
@@ -98,6 +100,25 @@ impl MemTable {
     pub fn with_key_filter(mut self, bytes: usize) -> Self {
         debug_assert!(self.is_empty());
         self.filter = KeyFilter::with_bytes(bytes);
+        self
+    }
+
+    /// Adds a hash index of about `bytes` from each user key to its newest entry in the
+    /// skiplist (none for 0), so point reads of keys it holds take one probe instead of a
+    /// skiplist search, and those of keys it rules out none. The key filter, if already added
+    /// ([`MemTable::with_key_filter`]), then records only the keys the index cannot take
+    /// (`point_index.rs`). Call before the first write.
+    #[must_use]
+    pub fn with_point_index(mut self, bytes: usize) -> Self {
+        debug_assert!(self.is_empty());
+        if bytes == 0 {
+            return self;
+        }
+        match Arc::get_mut(&mut self.list) {
+            Some(list) => list.set_point_index(bytes, self.filter.take()),
+            // Only an iterator shares the list, and none exists before the first write.
+            None => debug_assert!(false, "a point index added to a shared skiplist"),
+        }
         self
     }
 
@@ -278,8 +299,14 @@ impl MemTable {
         if !self.list_may_hold(user_key) {
             return None;
         }
-        let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
-        let (ikey, value) = self.list.seek(&target)?;
+        let (ikey, value) = match self.list.newest(user_key) {
+            Newest::Entry(ikey, value) => (ikey, value),
+            Newest::Absent => return None,
+            Newest::Unknown => {
+                let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
+                self.list.seek(&target)?
+            }
+        };
         let parsed = key::parse_internal_key(ikey)?;
         let user = self.list.comparator().user();
         if user.compare(parsed.user_key, user_key).is_ne() {
@@ -400,9 +427,22 @@ impl MemTable {
         if !self.list_may_hold(user_key) {
             return LookupResult::NotFound;
         }
-        let target =
-            key::make_internal_key(user_key, snapshot.min(MAX_SEQUENCE), ValueKind::FOR_SEEK);
-        let Some((ikey, value)) = self.list.seek(&target) else {
+        let found = match self.list.newest(user_key) {
+            // The newest entry is the one to read unless it is newer than the snapshot.
+            Newest::Entry(ikey, value) if key::trailer(ikey) >> 8 <= snapshot => {
+                Some((ikey, value))
+            }
+            Newest::Absent => return LookupResult::NotFound,
+            Newest::Entry(..) | Newest::Unknown => {
+                let target = key::make_internal_key(
+                    user_key,
+                    snapshot.min(MAX_SEQUENCE),
+                    ValueKind::FOR_SEEK,
+                );
+                self.list.seek(&target)
+            }
+        };
+        let Some((ikey, value)) = found else {
             return LookupResult::NotFound;
         };
         let Some(parsed) = key::parse_internal_key(ikey) else {
@@ -432,10 +472,12 @@ impl MemTable {
         self.list.allocated_bytes() + self.buffer.as_ref().map_or(0, Membuffer::bytes)
     }
 
-    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB) and its key
-    /// filter.
+    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB), its key
+    /// filter and its point index.
     pub fn reserved_memory(&self) -> usize {
-        self.list.memory_usage() + self.filter.as_ref().map_or(0, KeyFilter::bytes)
+        self.list.memory_usage()
+            + self.filter.as_ref().map_or(0, KeyFilter::bytes)
+            + self.list.point_index_bytes()
     }
 
     /// Entries in the skiplist plus entries in the membuffer (an entry being drained may be

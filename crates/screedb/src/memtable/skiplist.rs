@@ -15,6 +15,10 @@
 //! Readers therefore see, at each level, either the list before or after an insert. The list's
 //! current height is only a hint (Relaxed): a reader that sees a new height before the head's
 //! new pointers finds null there and simply moves down a level.
+//!
+//! With a point index ([`SkipList::set_point_index`], `point_index.rs`), the writer also records
+//! each linked node as its user key's newest, and [`SkipList::newest`] answers a point read of
+//! the latest version with one probe instead of a search.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt;
@@ -25,9 +29,11 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::arena::Arena;
+use super::filter::KeyFilter;
+use super::point_index::{self, PointIndex, Probe};
 use crate::coding::get_varint64;
 use crate::comparator::InternalKeyComparator;
-use crate::key::{SequenceNumber, TRAILER_LEN, ValueKind, pack_trailer};
+use crate::key::{self, SequenceNumber, TRAILER_LEN, ValueKind, pack_trailer};
 
 /// Tallest tower a node can have; with branching 4 this suits lists of up to ~16M entries.
 pub(crate) const MAX_HEIGHT: usize = 12;
@@ -38,6 +44,9 @@ const BRANCHING: u64 = 4;
 /// Entries [`SkipList::insert_sorted`] inserts per hold of the writer mutex: a full search
 /// from the head per chunk is a few hundred nanoseconds, under 1% of a chunk's inserts.
 const INSERT_SORTED_CHUNK: usize = 256;
+
+/// Entries ahead of the one being inserted whose point-index slots a multi-insert prefetches.
+const PREFETCH_AHEAD: usize = 4;
 
 /// How long a multi-insert waits between chunks for a blocked inserter to take the writer
 /// mutex ([`SkipList::let_waiters_in`]): long enough for a futex wake-up on a busy machine,
@@ -184,6 +193,17 @@ pub struct BatchEntry<'a> {
     pub value: &'a [u8],
 }
 
+/// What [`SkipList::newest`] found for a user key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Newest<'a> {
+    /// The key's newest entry, as (internal key, value).
+    Entry(&'a [u8], &'a [u8]),
+    /// The list holds no entry of the key.
+    Absent,
+    /// The list has no point index, or the key may be in the list without being indexed.
+    Unknown,
+}
+
 /// An ordered set of entries; one writer at a time, any number of lock-free readers.
 pub(crate) struct SkipList {
     arena: Arena,
@@ -198,6 +218,8 @@ pub(crate) struct SkipList {
     /// Inserters blocked on `writer` ([`SkipList::lock_writer`]); a multi-insert lets them in
     /// between its chunks.
     waiting: AtomicUsize,
+    /// Each user key's newest node, when set ([`SkipList::set_point_index`]).
+    index: Option<PointIndex>,
 }
 
 // SAFETY: the list owns its arena; `head` and every node pointer point into it. Nodes are
@@ -230,7 +252,72 @@ impl SkipList {
             cmp,
             writer: Mutex::new(Rng(0x9e37_79b9_7f4a_7c15)),
             waiting: AtomicUsize::new(0),
+            index: None,
         }
+    }
+
+    /// Adds a point index of about `bytes` (none for 0), so that [`SkipList::newest`] finds a
+    /// key's newest entry with one probe, and that records the keys it cannot take in
+    /// `overflow`. Call before the first insert.
+    pub(crate) fn set_point_index(&mut self, bytes: usize, overflow: Option<KeyFilter>) {
+        debug_assert_eq!(self.len(), 0, "a point index added to a non-empty list");
+        self.index = PointIndex::with_bytes(bytes, overflow);
+    }
+
+    /// Bytes of the point index and its overflow filter (0 without an index).
+    pub(crate) fn point_index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, PointIndex::bytes)
+    }
+
+    /// The newest entry of `user_key` by the point index: [`Newest::Unknown`] without an index
+    /// or when the key may be in the list unindexed (the caller searches then). The entry may be
+    /// newer than a reader's snapshot.
+    pub(crate) fn newest(&self, user_key: &[u8]) -> Newest<'_> {
+        let Some(index) = &self.index else {
+            return Newest::Unknown;
+        };
+        let probe = index.find(point_index::hash(user_key), |node| {
+            // SAFETY: the index names only nodes linked into this list.
+            let node = unsafe { NodeRef::new(node.cast()) };
+            key::user_key(node.key()) == user_key
+        });
+        match probe {
+            Probe::Hit(node) => {
+                // SAFETY: as above.
+                let node = unsafe { NodeRef::new(node.cast::<Node>()) };
+                Newest::Entry(node.key(), node.value())
+            }
+            Probe::Absent => Newest::Absent,
+            Probe::Unknown => Newest::Unknown,
+        }
+    }
+
+    /// The point-index hash of `user_key` (`None` without an index).
+    fn index_hash(&self, user_key: &[u8]) -> Option<u64> {
+        self.index.as_ref().map(|_| point_index::hash(user_key))
+    }
+
+    /// Starts loading the point-index slot of `hash`, so that recording a node later does not
+    /// wait for it under the writer mutex.
+    fn prefetch_slot(&self, hash: Option<u64>) {
+        if let (Some(index), Some(hash)) = (&self.index, hash) {
+            index.prefetch(hash);
+        }
+    }
+
+    /// Records the just-linked `new`, whose user key has index hash `hash`, in the point index
+    /// as its key's newest node unless a newer one is there. REQUIRES: writer mutex held.
+    fn index_node(&self, new: NodeRef<'_>, hash: Option<u64>) {
+        let (Some(index), Some(hash)) = (&self.index, hash) else {
+            return;
+        };
+        let key = new.key();
+        let user = key::user_key(key);
+        index.record(hash, new.ptr.cast(), |other| {
+            // SAFETY: the index names only nodes linked into this list.
+            let other = unsafe { NodeRef::new(other.cast()) }.key();
+            (key::user_key(other) == user).then(|| key::trailer(key) > key::trailer(other))
+        });
     }
 
     /// Takes the writer mutex, counted in `waiting` while it has to wait for it.
@@ -297,6 +384,8 @@ impl SkipList {
         kind: ValueKind,
         value: &[u8],
     ) {
+        let hash = self.index_hash(user_key);
+        self.prefetch_slot(hash);
         let mut rng = self.lock_writer();
         let new = self.alloc_entry(rng.height(), user_key, seq, kind, value);
         let key = new.key();
@@ -307,6 +396,7 @@ impl SkipList {
             "duplicate internal key inserted into the memtable"
         );
         self.link(new, &mut prev);
+        self.index_node(new, hash);
     }
 
     /// Inserts a batch of entries sorted by internal key, skipping any whose internal key is
@@ -324,14 +414,21 @@ impl SkipList {
     /// would make the kept predecessors wrong at levels the search does not visit.
     pub(crate) fn insert_sorted(&self, entries: &[BatchEntry<'_>]) -> usize {
         let mut ikey = Vec::new();
+        let mut hashes = Vec::new();
         let mut inserted = 0;
         for (i, chunk) in entries.chunks(INSERT_SORTED_CHUNK).enumerate() {
             if i > 0 {
                 self.let_waiters_in();
             }
+            hashes.clear();
+            hashes.extend(chunk.iter().map(|e| self.index_hash(e.user_key)));
+            hashes[..PREFETCH_AHEAD.min(hashes.len())]
+                .iter()
+                .for_each(|&h| self.prefetch_slot(h));
             let mut rng = self.lock_writer();
             let mut prev = [self.head(); MAX_HEIGHT];
-            for e in chunk {
+            for (j, e) in chunk.iter().enumerate() {
+                self.prefetch_slot(hashes.get(j + PREFETCH_AHEAD).copied().flatten());
                 ikey.clear();
                 ikey.extend_from_slice(e.user_key);
                 ikey.extend_from_slice(&pack_trailer(e.seq, e.kind).to_le_bytes());
@@ -341,6 +438,7 @@ impl SkipList {
                 }
                 let new = self.alloc_entry(rng.height(), e.user_key, e.seq, e.kind, e.value);
                 self.link(new, &mut prev);
+                self.index_node(new, hashes[j]);
                 inserted += 1;
             }
         }

@@ -96,6 +96,75 @@ fn readers_see_sorted_complete_lists_while_one_writer_inserts() {
 }
 
 #[test]
+fn readers_find_each_keys_newest_entry_by_the_point_index_while_one_writer_inserts() {
+    let rounds: u64 = if cfg!(miri) { 3 } else { 200 };
+    let keys = 64u64;
+    // A large index, and one of eight slots (six keys, then incomplete).
+    for index_bytes in [64 << 10, 64] {
+        let mut list = SkipList::new(InternalKeyComparator::new(default_comparator()));
+        list.set_point_index(index_bytes, None);
+        let list = Arc::new(list);
+        // The newest sequence written of each key, published after its insert.
+        let published: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..keys).map(|_| AtomicUsize::new(0)).collect());
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (list, published, done) = (list.clone(), published.clone(), done.clone());
+                thread::spawn(move || {
+                    let mut hits = 0u64;
+                    loop {
+                        let finished = done.load(Ordering::Acquire);
+                        for k in 0..keys {
+                            let before = published[k as usize].load(Ordering::Acquire) as u64;
+                            match list.newest(&k.to_be_bytes()) {
+                                Newest::Entry(ikey, value) => {
+                                    let p = parse_internal_key(ikey).expect("torn key");
+                                    assert_eq!(p.user_key, k.to_be_bytes(), "another key's node");
+                                    assert!(p.seq >= before, "key {k}: {} < {before}", p.seq);
+                                    assert_eq!(value, value_for(p.seq), "torn value");
+                                    hits += 1;
+                                }
+                                Newest::Absent => assert_eq!(before, 0, "key {k} lost"),
+                                Newest::Unknown => {}
+                            }
+                        }
+                        if finished {
+                            return hits;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for round in 0..rounds {
+            for k in 0..keys {
+                let seq = round * keys + k + 1;
+                list.insert(&k.to_be_bytes(), seq, ValueKind::Value, &value_for(seq));
+                published[k as usize].store(seq as usize, Ordering::Release);
+            }
+        }
+        done.store(true, Ordering::Release);
+        for r in readers {
+            assert!(r.join().expect("reader panicked") > 0);
+        }
+        // Entries inserted out of sequence order (as a drain may) leave the newest indexed.
+        list.insert_sorted(&[BatchEntry {
+            user_key: &0u64.to_be_bytes(),
+            seq: 0,
+            kind: ValueKind::Deletion,
+            value: b"",
+        }]);
+        let Newest::Entry(ikey, _) = list.newest(&0u64.to_be_bytes()) else {
+            panic!("key 0 is among the first six indexed");
+        };
+        assert_eq!(
+            parse_internal_key(ikey).unwrap().seq,
+            (rounds - 1) * keys + 1
+        );
+    }
+}
+
+#[test]
 fn concurrent_writers_are_serialized() {
     let per: u64 = if cfg!(miri) { 20 } else { 2_000 };
     let list = list();
