@@ -290,8 +290,7 @@ impl MemTable {
     /// version may have been overwritten in place: they must not pick an older one.
     pub fn get_latest(&self, user_key: &[u8]) -> Option<(SequenceNumber, LookupResult)> {
         if let Some(found) = self
-            .buffer
-            .as_ref()
+            .nonempty_buffer()
             .and_then(|b| b.get(user_key, |e| (e.seq, lookup_of(&e))))
         {
             return Some(found);
@@ -317,6 +316,15 @@ impl MemTable {
             ValueKind::Deletion => LookupResult::Deleted,
         };
         Some((parsed.seq, found))
+    }
+
+    /// The membuffer, unless it has none or holds no entry: a point read then skips the bucket
+    /// lookup (its neighbourhood search and bucket lock). Sound because the count is read with
+    /// Acquire: a reader that synchronised with a write's published sequence sees the write's
+    /// increment, or a later Release decrement by the drain that moved the entry to the skiplist
+    /// (so it sees the skiplist insert); a write not yet published need not be seen.
+    fn nonempty_buffer(&self) -> Option<&Membuffer> {
+        self.buffer.as_ref().filter(|b| !b.is_empty())
     }
 
     /// True if this memtable has a membuffer.
@@ -418,7 +426,7 @@ impl MemTable {
 
     /// The newest entry for `user_key` with sequence <= `snapshot` (membuffer, then skiplist).
     pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> LookupResult {
-        if let Some(found) = self.buffer.as_ref().and_then(|b| {
+        if let Some(found) = self.nonempty_buffer().and_then(|b| {
             b.get(user_key, |e| (e.seq <= snapshot).then(|| lookup_of(&e)))
                 .flatten()
         }) {
