@@ -13,6 +13,7 @@ mod drain;
 mod edit;
 mod iter;
 mod open;
+mod read;
 mod snapshot;
 mod stats;
 mod write;
@@ -41,12 +42,12 @@ use crate::iter::{ConcatIterator, InternalIterator, MergingIterator, OpenTable};
 use crate::key;
 use crate::layout::flsm::seeks::ReadCost;
 use crate::manifest::FileMeta;
-use crate::memtable::{LookupResult, MemTable};
+use crate::memtable::MemTable;
 use crate::options::{Layout, Memory, Options, ReadOptions, WriteOptions};
 use crate::sync::lock;
 use crate::table::{BlockCache, TableCache, TableOptions};
 use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
-use crate::version::{Lookup, Version, VersionSet};
+use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
 use crate::write_batch::WriteBatch;
 use snapshot::SnapshotList;
@@ -262,44 +263,47 @@ impl Db {
     ) -> Result<Option<Vec<u8>>> {
         let inner = &self.inner;
         inner.check_open()?;
-        let key = key.as_ref();
         let snapshot = inner.snapshot_sequence(options)?;
-        // The sequence before the super version: every write it covers is then in a memtable
-        // of this super version or in its tables.
-        let seq = snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+        let seq = read::read_sequence(inner, snapshot);
         // Dropped after `sv`: if this read held the last reference to a replaced table, it
         // deletes it.
         let _purge = PurgeOnDrop(&*inner.obsolete);
         let sv = inner.super_version.load_full();
-        for mem in sv.memtables() {
-            if snapshot.is_none() && mem.has_membuffer() {
-                // A version older than the newest may have been overwritten in place, so a read
-                // of the latest state takes the newest, once its write group is published (the
-                // leader does that right after inserting). See `docs/memory.md`.
-                let Some((newest, found)) = mem.get_latest(key) else {
-                    continue;
-                };
-                drain::wait_visible(inner, newest);
-                return Ok(match found {
-                    LookupResult::Found(v) => Some(v),
-                    LookupResult::Deleted | LookupResult::NotFound => None,
-                });
-            }
-            match mem.get(key, seq) {
-                LookupResult::Found(v) => return Ok(Some(v)),
-                LookupResult::Deleted => return Ok(None),
-                LookupResult::NotFound => {}
-            }
+        read::get_in(inner, &sv, snapshot, seq, key.as_ref())
+    }
+
+    /// The values of `keys`, in order, all as of the same point: now, or `options.snapshot`.
+    /// Faster than a `get` per key when the memtables hold many of them (their lookups overlap
+    /// their cache misses). RocksDB: `MultiGet`.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.multi_get_with(keys, &ReadOptions::default())
+    }
+
+    /// [`Db::multi_get`] as of `options.snapshot` (or now). A snapshot of another database is
+    /// [`Error::InvalidArgument`].
+    pub fn multi_get_with<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        options: &ReadOptions<'_>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        // With a membuffer, a read of the latest state takes the newest version of its key when
+        // it reaches it (docs/memory.md), so reads of many keys at one point pin a snapshot.
+        let pinned;
+        let mut options = *options;
+        if options.snapshot.is_none() && keys.len() > 1 && inner.options.memory == Memory::Flodb {
+            pinned = self.snapshot();
+            options.snapshot = Some(&pinned);
         }
-        let threshold = inner.seek_threshold();
-        let (found, cost) = sv
-            .version
-            .get_counting(&inner.tables, key, seq, threshold)?;
-        inner.count_read_cost(cost);
-        match found {
-            Lookup::Found(v) => Ok(Some(v)),
-            Lookup::Deleted | Lookup::NotFound => Ok(None),
-        }
+        let snapshot = inner.snapshot_sequence(&options)?;
+        let seq = read::read_sequence(inner, snapshot);
+        let _purge = PurgeOnDrop(&*inner.obsolete);
+        let sv = inner.super_version.load_full();
+        read::prefetch(&sv, keys);
+        keys.iter()
+            .map(|key| read::get_in(inner, &sv, snapshot, seq, key.as_ref()))
+            .collect()
     }
 
     /// A snapshot of the current state, released when dropped.

@@ -327,6 +327,13 @@ impl MemTable {
         self.buffer.as_ref().filter(|b| !b.is_empty())
     }
 
+    /// Starts loading what a point read of `user_key` touches in the skiplist's point index:
+    /// its slot (`stage` 0) or, once that is loaded, the entry it names (`stage` 1). A hint for
+    /// reads of many keys (`Db::multi_get`), which run each stage over every key first.
+    pub fn prefetch_point(&self, user_key: &[u8], stage: u8) {
+        self.list.prefetch_newest(user_key, stage);
+    }
+
     /// True if this memtable has a membuffer.
     pub fn has_membuffer(&self) -> bool {
         self.buffer.is_some()

@@ -128,7 +128,24 @@ impl PointIndex {
     /// Starts loading the slot a probe for `hash` begins at, so that a writer's record overlaps
     /// its cache miss with other work.
     pub(super) fn prefetch(&self, hash: u64) {
-        crate::iter::prefetch::prefetch_line(&self.slots[self.home(hash)]);
+        crate::iter::prefetch::prefetch_address(&raw const self.slots[self.home(hash)]);
+    }
+
+    /// Starts loading the first node whose tag matches `hash` (the key's, most likely), reading
+    /// only slots: for a read of many keys, after [`PointIndex::prefetch`] of each has loaded
+    /// their slots, so that the nodes' cache misses overlap too.
+    pub(super) fn prefetch_node(&self, hash: u64) {
+        let tag = hash & !ADDRESS_MASK;
+        for slot in self.probe_order(hash) {
+            let value = slot.load(Ordering::Relaxed);
+            if value == 0 {
+                return;
+            }
+            if value & !ADDRESS_MASK == tag {
+                crate::iter::prefetch::prefetch_address(node_of(value).as_ptr());
+                return;
+            }
+        }
     }
 
     /// The slots from `hash`'s home on, wrapping around once.

@@ -292,6 +292,19 @@ impl SkipList {
         }
     }
 
+    /// Starts loading the point-index slot of `user_key` (`stage` 0), or the node it names
+    /// (`stage` 1, once the slot is loaded), without waiting: a read of many keys runs each
+    /// stage over all of them before reading any, so their cache misses overlap.
+    pub(crate) fn prefetch_newest(&self, user_key: &[u8], stage: u8) {
+        if let Some(index) = &self.index {
+            let hash = point_index::hash(user_key);
+            match stage {
+                0 => index.prefetch(hash),
+                _ => index.prefetch_node(hash),
+            }
+        }
+    }
+
     /// The point-index hash of `user_key` (`None` without an index).
     fn index_hash(&self, user_key: &[u8]) -> Option<u64> {
         self.index.as_ref().map(|_| point_index::hash(user_key))
