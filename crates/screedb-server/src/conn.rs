@@ -1,6 +1,7 @@
 //! One client connection: read what the client sent, run every whole request in it (a
 //! pipeline runs as it arrived), send the replies in one write, repeat. Plain SETs that arrive
-//! in a row are written as one batch ([`commands::execute_set_run`]).
+//! in a row are written as one batch ([`commands::execute_set_run`]), plain GETs that arrive in
+//! a row are read as one multi-get ([`commands::execute_get_run`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,6 +18,9 @@ const FLUSH_AT: usize = 64 << 10;
 
 /// Most plain SETs written as one batch.
 const SET_RUN: usize = 256;
+
+/// Most plain GETs read as one multi-get.
+const GET_RUN: usize = 64;
 
 /// Decrements the client count when the connection ends, however it ends.
 struct Counted<'a>(&'a Shared);
@@ -56,6 +60,23 @@ async fn run_sets(
     }
 }
 
+/// Runs the plain GETs waiting in `gets` as one multi-get and encodes their replies. False when
+/// the replies pass the output buffer limit: the client is then dropped, as after one GET.
+fn run_gets(shared: &Shared, gets: &mut Vec<resp::Request>, proto: u8, out: &mut BytesMut) -> bool {
+    if gets.is_empty() {
+        return true;
+    }
+    let replies = commands::execute_get_run(shared, gets);
+    gets.clear();
+    for reply in replies {
+        reply.encode(proto, out);
+        if out.len() > shared.config.max_output_buffer {
+            return false;
+        }
+    }
+    true
+}
+
 /// Serves one connection until the client leaves, breaks the protocol, or the server stops.
 pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     shared.connections_received.fetch_add(1, Ordering::Relaxed);
@@ -84,21 +105,41 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut stream: TcpStream) {
     let flush_at = FLUSH_AT.min(shared.config.max_output_buffer / 2).max(1);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut out = BytesMut::with_capacity(16 << 10);
-    // Plain SETs parsed and not yet run: they run as one batch before anything else is.
+    // Plain SETs (or GETs) parsed and not yet run: they run as one batch before anything else
+    // is, so at most one of the two holds requests.
     let mut sets: Vec<resp::Request> = Vec::new();
+    let mut gets: Vec<resp::Request> = Vec::new();
     loop {
         let mut close = false;
         loop {
             let parsed = resp::parse(&mut input, &limits);
-            let joins_run = matches!(&parsed, Ok(Some(r)) if commands::is_plain_set(&client, r));
-            if !joins_run {
+            let joins_sets = matches!(&parsed, Ok(Some(r)) if commands::is_plain_set(&client, r));
+            let joins_gets = matches!(&parsed, Ok(Some(r)) if commands::is_plain_get(&client, r));
+            if !joins_sets {
                 run_sets(&shared, &mut sets, blocking, client.proto, &mut out).await;
             }
+            if !joins_gets && !run_gets(&shared, &mut gets, client.proto, &mut out) {
+                return;
+            }
             match parsed {
-                Ok(Some(request)) if joins_run => {
+                Ok(Some(request)) if joins_sets => {
                     sets.push(request);
                     if sets.len() >= SET_RUN {
                         run_sets(&shared, &mut sets, blocking, client.proto, &mut out).await;
+                    }
+                }
+                Ok(Some(request)) if joins_gets => {
+                    gets.push(request);
+                    if gets.len() >= GET_RUN {
+                        if !run_gets(&shared, &mut gets, client.proto, &mut out) {
+                            return;
+                        }
+                        if out.len() >= flush_at {
+                            if stream.write_all(&out).await.is_err() {
+                                return;
+                            }
+                            out.clear();
+                        }
                     }
                 }
                 Ok(Some(request)) if request.is_empty() => {}

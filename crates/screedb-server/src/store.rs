@@ -126,6 +126,18 @@ impl Store {
         Ok(self.meta_raw(key)?.filter(|m| !m.expired(now)))
     }
 
+    /// The live metadata of each of `keys`, all read at one point in time (one engine
+    /// multi-get: faster than a read per key, and MGET sees no write half done).
+    pub fn metas(&self, keys: &[&[u8]]) -> Res<Vec<Option<Meta>>> {
+        let meta_keys: Vec<Vec<u8>> = keys.iter().map(|k| encoding::meta_key(k)).collect();
+        let raws = self.db.multi_get(&meta_keys).map_err(db_err)?;
+        let now = now_ms();
+        Ok(raws
+            .into_iter()
+            .map(|raw| raw.and_then(Meta::decode).filter(|m| !m.expired(now)))
+            .collect())
+    }
+
     /// The live metadata of `key` if it is of `kind`; WRONGTYPE if it is of another.
     pub fn meta_of(&self, key: &[u8], kind: Kind) -> Res<Option<Meta>> {
         match self.meta(key)? {

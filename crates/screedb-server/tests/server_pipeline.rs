@@ -85,3 +85,70 @@ fn runs_of_plain_sets_keep_the_order_of_a_pipeline() {
     );
     server.shutdown().unwrap();
 }
+
+/// Plain GETs in a row run as one multi-get: each gets its own reply in order (a value, nil
+/// for a missing or expired key, WRONGTYPE for a hash), a run sees every write before it and
+/// none after, runs longer than one multi-get split cleanly, and INFO counts every GET.
+#[test]
+fn runs_of_plain_gets_keep_the_order_of_a_pipeline() {
+    let (server, _dir) = start();
+    let mut c = connect(&server);
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("gone")
+        .arg("x")
+        .arg("PX")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut pipe = redis::pipe();
+    for i in 0..100 {
+        pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+    }
+    for i in 0..150 {
+        pipe.cmd("GET").arg(format!("k{}", i % 110));
+    }
+    pipe.cmd("GET").arg("gone");
+    pipe.cmd("SET").arg("k5").arg("new").ignore();
+    pipe.cmd("GET").arg("k5");
+    let got: Vec<redis::Value> = pipe.query(&mut c).unwrap();
+    let text = |v: &redis::Value| redis::from_redis_value::<String>(v).unwrap();
+    for (i, v) in got[..150].iter().enumerate() {
+        match i % 110 {
+            k if k < 100 => assert_eq!(text(v), k.to_string(), "GET {i}"),
+            _ => assert_eq!(*v, redis::Value::Nil, "GET {i} of a missing key"),
+        }
+    }
+    assert_eq!(got[150], redis::Value::Nil, "an expired key reads as nil");
+    assert_eq!(text(&got[151]), "new");
+    // A GET of a hash inside a run (raw: the client library fails a pipeline on an error).
+    let mut s = raw(server.addr());
+    let wanted = "$1\r\n1\r\n-WRONGTYPE Operation against a key holding the wrong kind of \
+                  value\r\n$1\r\n2\r\n";
+    let (got, _) = exchange(
+        &mut s,
+        b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*2\r\n$3\r\nGET\r\n$1\r\nh\r\n\
+          *2\r\n$3\r\nGET\r\n$2\r\nk2\r\n",
+        wanted.len(),
+    );
+    assert_eq!(String::from_utf8_lossy(&got), wanted);
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    let get = info
+        .lines()
+        .find(|l| l.starts_with("cmdstat_get:"))
+        .unwrap();
+    assert!(
+        get.starts_with("cmdstat_get:calls=155,") && get.ends_with("failed_calls=1"),
+        "155 GETs, one of them WRONGTYPE: {info}"
+    );
+    server.shutdown().unwrap();
+}

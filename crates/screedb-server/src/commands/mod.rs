@@ -15,8 +15,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::encoding::Kind;
 use crate::reply::Reply;
-use crate::store::Res;
+use crate::store::{Res, wrongtype};
 use crate::{Client, Shared};
 
 /// A command handler: `args[0]` is the command name.
@@ -264,18 +265,58 @@ pub fn is_plain_set(client: &Client, request: &[Bytes]) -> bool {
 pub fn execute_set_run(shared: &Shared, sets: &[crate::resp::Request]) -> Reply {
     let start = Instant::now();
     let reply = strings::set_run(shared, sets).map_or_else(|e| e, |()| crate::reply::OK);
-    let usec = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
     let n = sets.len() as u64;
-    if let Some((i, _)) = lookup(&shared.command_stats, b"set")
-        && let Some([calls, us, failed]) = shared.command_stats.counters.get(i)
+    count_run(
+        shared,
+        b"set",
+        n,
+        start,
+        if reply.is_error() { n } else { 0 },
+    );
+    reply
+}
+
+/// True for `GET key` from a client that may read: GETs a pipeline sends in a row are read
+/// together ([`execute_get_run`]).
+pub fn is_plain_get(client: &Client, request: &[Bytes]) -> bool {
+    matches!(request, [name, _] if name.eq_ignore_ascii_case(b"get")) && client.authenticated
+}
+
+/// Runs plain GETs a pipeline sent in a row ([`is_plain_get`]) as one engine multi-get, whose
+/// memtable lookups overlap their cache misses, and returns each GET's reply in order. INFO
+/// counts each as a GET call.
+pub fn execute_get_run(shared: &Shared, gets: &[crate::resp::Request]) -> Vec<Reply> {
+    let start = Instant::now();
+    let keys: Vec<&[u8]> = gets
+        .iter()
+        .map(|r| r.get(1).map_or(&[][..], |k| &k[..]))
+        .collect();
+    let replies: Vec<Reply> = match shared.store.metas(&keys) {
+        Ok(metas) => metas
+            .into_iter()
+            .map(|meta| match meta {
+                Some(m) if m.kind != Kind::String => wrongtype(),
+                other => Reply::opt(other.map(|m| m.value)),
+            })
+            .collect(),
+        Err(e) => vec![e; gets.len()],
+    };
+    let failed = replies.iter().filter(|r| r.is_error()).count() as u64;
+    count_run(shared, b"get", gets.len() as u64, start, failed);
+    replies
+}
+
+/// Adds a run of `n` calls of command `name` that started at `start`, `failed` of them with an
+/// error, to INFO commandstats.
+fn count_run(shared: &Shared, name: &[u8], n: u64, start: Instant, failed: u64) {
+    let usec = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    if let Some((i, _)) = lookup(&shared.command_stats, name)
+        && let Some([calls, us, failures]) = shared.command_stats.counters.get(i)
     {
         calls.fetch_add(n, Ordering::Relaxed);
         us.fetch_add(usec, Ordering::Relaxed);
-        if reply.is_error() {
-            failed.fetch_add(n, Ordering::Relaxed);
-        }
+        failures.fetch_add(failed, Ordering::Relaxed);
     }
-    reply
 }
 
 /// Parses an integer argument as Redis does (`value is not an integer or out of range`).

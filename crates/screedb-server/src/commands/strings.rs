@@ -138,17 +138,17 @@ pub fn getdel(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
 }
 
 pub fn mget(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
-    let mut out = Vec::with_capacity(args.len());
-    for key in args.get(1..).unwrap_or_default() {
+    let keys: Vec<&[u8]> = args
+        .get(1..)
+        .unwrap_or_default()
+        .iter()
+        .map(|k| &k[..])
+        .collect();
+    let out = shared.store.metas(&keys)?.into_iter().map(|meta| {
         // A key of another type reads as nil, as in Redis.
-        let value = shared
-            .store
-            .meta(key)?
-            .filter(|m| m.kind == Kind::String)
-            .map(|m| m.value);
-        out.push(Reply::opt(value));
-    }
-    Ok(Reply::Array(out))
+        Reply::opt(meta.filter(|m| m.kind == Kind::String).map(|m| m.value))
+    });
+    Ok(Reply::Array(out.collect()))
 }
 
 pub fn mset(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
