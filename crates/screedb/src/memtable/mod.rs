@@ -28,7 +28,7 @@ use bucket::BufferedEntry;
 use filter::KeyFilter;
 use membuffer::{Membuffer, PutOutcome};
 pub use skiplist::BatchEntry;
-use skiplist::{Iter, Newest, SkipList};
+use skiplist::{Iter, Newest, Search, SkipList};
 
 /// What [`MemTable::get`] found for a user key at a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,21 +197,26 @@ impl MemTable {
     /// them in one pass reusing each key's predecessors for the next. Entries whose internal key
     /// is already present are skipped. Same requirements as [`MemTable::add`].
     pub fn add_batch(&self, entries: &mut [BatchEntry<'_>]) {
+        self.sort_batch(entries);
+        self.insert_sorted(entries, Search::Finger);
+    }
+
+    /// Sorts `entries` by internal key.
+    fn sort_batch(&self, entries: &mut [BatchEntry<'_>]) {
         let user = Arc::clone(self.list.comparator().user());
         entries.sort_unstable_by(|a, b| {
             user.compare(a.user_key, b.user_key)
                 .then(b.seq.cmp(&a.seq))
                 .then(b.kind.cmp(&a.kind))
         });
-        self.insert_sorted(entries);
     }
 
     /// Inserts sorted `entries` into the skiplist, each key into the filter first.
-    fn insert_sorted(&self, entries: &[BatchEntry<'_>]) {
+    fn insert_sorted(&self, entries: &[BatchEntry<'_>], search: Search) {
         if let Some(f) = &self.filter {
             entries.iter().for_each(|e| f.insert(e.user_key));
         }
-        self.list.insert_sorted(entries);
+        self.list.insert_sorted(entries, search);
     }
 
     /// True unless the key filter rules `user_key` out of the skiplist.
@@ -219,8 +224,9 @@ impl MemTable {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
-    /// Inserts every operation of `batch` into the skiplist with one multi-insert
-    /// ([`MemTable::add_batch`]), at the batch's sequence numbers. REQUIRES: the batch was
+    /// Inserts every operation of `batch` into the skiplist with one multi-insert, at the
+    /// batch's sequence numbers, finding the places of its keys together (a write group's keys
+    /// are spread over the list: `Search::Together` in `skiplist.rs`). REQUIRES: the batch was
     /// validated ([`WriteBatch::validate`]): an operation that does not decode ends it.
     pub fn add_write_batch(&self, batch: &WriteBatch) {
         let mut entries: Vec<BatchEntry<'_>> = Vec::with_capacity(batch.count() as usize);
@@ -237,7 +243,8 @@ impl MemTable {
                 value,
             });
         }
-        self.add_batch(&mut entries);
+        self.sort_batch(&mut entries);
+        self.insert_sorted(&entries, Search::Together);
     }
 
     /// Writes one entry as the key's newest version: into the membuffer if there is one, it has
@@ -262,7 +269,7 @@ impl MemTable {
         };
         let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
-            self.insert_sorted(&[entry_ref(&old)]);
+            self.insert_sorted(&[entry_ref(&old)], Search::Finger);
         };
         let counter = match buffer.put(user_key, seq, kind, value, may_drop, keep) {
             PutOutcome::Stored | PutOutcome::Displaced => return,

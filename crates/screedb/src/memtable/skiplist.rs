@@ -45,6 +45,11 @@ const BRANCHING: u64 = 4;
 /// from the head per chunk is a few hundred nanoseconds, under 1% of a chunk's inserts.
 const INSERT_SORTED_CHUNK: usize = 256;
 
+/// Fewest entries a chunk needs for [`Search::Together`]; smaller ones (a lone writer's group
+/// of one) use the finger search, a plain search from the head for their first key, which
+/// costs less than the bookkeeping of searching together (single-threaded fills lost 4-12%).
+const TOGETHER_FROM: usize = 4;
+
 /// Entries ahead of the one being inserted whose point-index slots a multi-insert prefetches.
 const PREFETCH_AHEAD: usize = 4;
 
@@ -158,6 +163,13 @@ fn decode_entry(entry: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((key, value))
 }
 
+/// Sets `buf` to the internal key of `e`.
+fn internal_key(buf: &mut Vec<u8>, e: &BatchEntry<'_>) {
+    buf.clear();
+    buf.extend_from_slice(e.user_key);
+    buf.extend_from_slice(&pack_trailer(e.seq, e.kind).to_le_bytes());
+}
+
 /// A cheap xorshift64* generator for tower heights (guarded by the writer mutex).
 #[derive(Debug)]
 struct Rng(u64);
@@ -191,6 +203,19 @@ pub struct BatchEntry<'a> {
     pub kind: ValueKind,
     /// The value (empty for a deletion).
     pub value: &'a [u8],
+}
+
+/// How a multi-insert ([`SkipList::insert_sorted`]) finds each entry's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Search {
+    /// From the previous entry's predecessors (FloDB's finger search): for batches of
+    /// neighbouring keys, such as a membuffer drain's.
+    Finger,
+    /// From the head for all of a chunk's entries together, each step loading every entry's
+    /// next node before comparing any, so their cache misses overlap: for batches of keys
+    /// spread over the list, such as a write group of random keys, where a finger search is a
+    /// full search per key, one miss after another.
+    Together,
 }
 
 /// What [`SkipList::newest`] found for a user key.
@@ -425,8 +450,15 @@ impl SkipList {
     /// whole drain (a quarter of a 1 GiB membuffer took seconds). Each chunk starts its finger
     /// search from the head again: another writer may have linked nodes in between, which
     /// would make the kept predecessors wrong at levels the search does not visit.
-    pub(crate) fn insert_sorted(&self, entries: &[BatchEntry<'_>]) -> usize {
-        let mut ikey = Vec::new();
+    ///
+    /// With [`Search::Together`] each chunk's places are found first (chunks of at least
+    /// [`TOGETHER_FROM`] entries), by descending for all its entries at once
+    /// ([`SkipList::find_predecessors_together`]), then the entries are linked in order, each
+    /// walking forward from its predecessors past the chunk's own earlier nodes.
+    pub(crate) fn insert_sorted(&self, entries: &[BatchEntry<'_>], search: Search) -> usize {
+        // The chunk's internal keys when it searches together; one reused key otherwise.
+        let mut ikeys: Vec<Vec<u8>> = Vec::new();
+        let mut one = Vec::new();
         let mut hashes = Vec::new();
         let mut inserted = 0;
         for (i, chunk) in entries.chunks(INSERT_SORTED_CHUNK).enumerate() {
@@ -438,15 +470,38 @@ impl SkipList {
             hashes[..PREFETCH_AHEAD.min(hashes.len())]
                 .iter()
                 .for_each(|&h| self.prefetch_slot(h));
+            let together = search == Search::Together && chunk.len() >= TOGETHER_FROM;
+            if together {
+                ikeys.resize_with(chunk.len(), Vec::new);
+                for (ikey, e) in ikeys.iter_mut().zip(chunk) {
+                    internal_key(ikey, e);
+                }
+            }
             let mut rng = self.lock_writer();
+            let together = if together {
+                self.find_predecessors_together(&ikeys[..chunk.len()])
+            } else {
+                Vec::new()
+            };
             let mut prev = [self.head(); MAX_HEIGHT];
             for (j, e) in chunk.iter().enumerate() {
                 self.prefetch_slot(hashes.get(j + PREFETCH_AHEAD).copied().flatten());
-                ikey.clear();
-                ikey.extend_from_slice(e.user_key);
-                ikey.extend_from_slice(&pack_trailer(e.seq, e.kind).to_le_bytes());
-                let at = self.find_ge_from(&ikey, &mut prev);
-                if at.is_some_and(|n| self.cmp.compare(n.key(), &ikey) == CmpOrdering::Equal) {
+                let ikey = match ikeys.get(j).filter(|_| !together.is_empty()) {
+                    Some(ikey) => ikey,
+                    None => {
+                        internal_key(&mut one, e);
+                        &one
+                    }
+                };
+                let at = match together.get(j) {
+                    Some(found) => {
+                        prev = *found;
+                        self.walk_forward(ikey, &mut prev);
+                        prev[0].next(0)
+                    }
+                    None => self.find_ge_from(ikey, &mut prev),
+                };
+                if at.is_some_and(|n| self.cmp.compare(n.key(), ikey) == CmpOrdering::Equal) {
                     continue;
                 }
                 let new = self.alloc_entry(rng.height(), e.user_key, e.seq, e.kind, e.value);
@@ -456,6 +511,56 @@ impl SkipList {
             }
         }
         inserted
+    }
+
+    /// For each of `keys` (ascending internal keys), the last node below it at every level, as
+    /// [`SkipList::find_ge`] fills them, found for all keys together: level by level from the
+    /// top, each step first loads every still-advancing key's next node (a prefetch hint), then
+    /// compares them all, so one key's cache miss waits alongside the others' instead of after
+    /// them. Levels at or above the list's height keep the head. REQUIRES: writer mutex held.
+    fn find_predecessors_together<'a>(
+        &'a self,
+        keys: &[Vec<u8>],
+    ) -> Vec<[NodeRef<'a>; MAX_HEIGHT]> {
+        let mut preds = vec![[self.head(); MAX_HEIGHT]; keys.len()];
+        let mut cursor = vec![self.head(); keys.len()];
+        let mut advancing: Vec<usize> = Vec::with_capacity(keys.len());
+        for level in (0..self.height.load(Ordering::Relaxed)).rev() {
+            advancing.clear();
+            advancing.extend(0..keys.len());
+            while !advancing.is_empty() {
+                for &i in &advancing {
+                    if let Some(next) = cursor[i].next(level) {
+                        crate::iter::prefetch::prefetch_address(next.ptr.as_ptr());
+                    }
+                }
+                advancing.retain(|&i| match cursor[i].next(level) {
+                    Some(next) if self.cmp.compare(next.key(), &keys[i]) == CmpOrdering::Less => {
+                        cursor[i] = next;
+                        true
+                    }
+                    _ => {
+                        preds[i][level] = cursor[i];
+                        false
+                    }
+                });
+            }
+        }
+        preds
+    }
+
+    /// Moves each `prev[level]` forward past the nodes below `key` linked after it was found
+    /// (a multi-insert's own earlier entries), at every level the list has or a new node may
+    /// get. REQUIRES: writer mutex held; each `prev[level]` is the head or a node below `key`.
+    fn walk_forward<'a>(&'a self, key: &[u8], prev: &mut [NodeRef<'a>; MAX_HEIGHT]) {
+        for (level, p) in prev.iter_mut().enumerate() {
+            while let Some(next) = p.next(level) {
+                if self.cmp.compare(next.key(), key) != CmpOrdering::Less {
+                    break;
+                }
+                *p = next;
+            }
+        }
     }
 
     /// Like [`Self::find_ge`] filling `prev`, but a finger search from the predecessors of the

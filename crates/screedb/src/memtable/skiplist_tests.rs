@@ -148,12 +148,13 @@ fn readers_find_each_keys_newest_entry_by_the_point_index_while_one_writer_inser
             assert!(r.join().expect("reader panicked") > 0);
         }
         // Entries inserted out of sequence order (as a drain may) leave the newest indexed.
-        list.insert_sorted(&[BatchEntry {
+        let stale = BatchEntry {
             user_key: &0u64.to_be_bytes(),
             seq: 0,
             kind: ValueKind::Deletion,
             value: b"",
-        }]);
+        };
+        list.insert_sorted(&[stale], Search::Finger);
         let Newest::Entry(ikey, _) = list.newest(&0u64.to_be_bytes()) else {
             panic!("key 0 is among the first six indexed");
         };
@@ -255,21 +256,23 @@ fn batch_of(keys: &[[u8; 8]]) -> Vec<BatchEntry<'_>> {
 
 #[test]
 fn multi_insert_into_a_large_list_keeps_every_level_sorted() {
-    let list = list();
-    let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
-    let key = |i: u64| (i * 2654435761 % (4 * n)).to_be_bytes();
-    // Single inserts first, then sorted batches of other keys falling between them.
-    for i in 0..n {
-        list.insert(&key(i), i + 1, ValueKind::Value, b"s");
+    for search in [Search::Finger, Search::Together] {
+        let list = list();
+        let n: u64 = if cfg!(miri) { 300 } else { 20_000 };
+        let key = |i: u64| (i * 2654435761 % (4 * n)).to_be_bytes();
+        // Single inserts first, then sorted batches of other keys falling between them.
+        for i in 0..n {
+            list.insert(&key(i), i + 1, ValueKind::Value, b"s");
+        }
+        for batch in 0..4u64 {
+            let mut keys: Vec<[u8; 8]> = (0..n / 4).map(|j| key(n + batch * n / 4 + j)).collect();
+            keys.sort_unstable();
+            let entries = batch_of(&keys);
+            assert_eq!(list.insert_sorted(&entries, search), entries.len());
+            check_levels(&list);
+        }
+        assert_eq!(list.len() as u64, 2 * n, "{search:?}");
     }
-    for batch in 0..4u64 {
-        let mut keys: Vec<[u8; 8]> = (0..n / 4).map(|j| key(n + batch * n / 4 + j)).collect();
-        keys.sort_unstable();
-        let entries = batch_of(&keys);
-        assert_eq!(list.insert_sorted(&entries), entries.len());
-        check_levels(&list);
-    }
-    assert_eq!(list.len() as u64, 2 * n);
 }
 
 #[test]
@@ -278,11 +281,13 @@ fn single_inserts_between_the_chunks_of_a_multi_insert_keep_every_level_sorted()
     // keys among the batch's meanwhile must not leave a level out of order or lose a node.
     // (Keeping the batch's predecessors across chunks failed here in about a third of rounds.)
     for _ in 0..if cfg!(miri) { 1 } else { 10 } {
-        chunks_of_a_multi_insert_with_single_inserts_between();
+        for search in [Search::Finger, Search::Together] {
+            chunks_of_a_multi_insert_with_single_inserts_between(search);
+        }
     }
 }
 
-fn chunks_of_a_multi_insert_with_single_inserts_between() {
+fn chunks_of_a_multi_insert_with_single_inserts_between(search: Search) {
     let list = list();
     let n: u64 = if cfg!(miri) {
         600
@@ -304,7 +309,7 @@ fn chunks_of_a_multi_insert_with_single_inserts_between() {
                 list.insert(&(2 * i + 1).to_be_bytes(), 2, ValueKind::Value, b"s");
             }
         });
-        assert_eq!(list.insert_sorted(&entries), entries.len());
+        assert_eq!(list.insert_sorted(&entries, search), entries.len());
     });
     check_levels(&list);
     let keys: Vec<u64> = contents(&list)
@@ -328,7 +333,7 @@ proptest::proptest! {
             1..6,
         ),
     ) {
-        let (multi, single) = (list(), list());
+        let (multi, together, single) = (list(), list(), list());
         let mut seen = std::collections::BTreeSet::new();
         for batch in &batches {
             let mut entries: Vec<(Vec<u8>, u64)> = batch.clone();
@@ -339,7 +344,8 @@ proptest::proptest! {
                 .map(|(k, s)| BatchEntry { user_key: k, seq: *s, kind: ValueKind::Value, value: k })
                 .collect();
             let fresh = entries.iter().filter(|e| !seen.contains(*e)).count();
-            proptest::prop_assert_eq!(multi.insert_sorted(&refs), fresh);
+            proptest::prop_assert_eq!(multi.insert_sorted(&refs, Search::Finger), fresh);
+            proptest::prop_assert_eq!(together.insert_sorted(&refs, Search::Together), fresh);
             for e in &entries {
                 if seen.insert(e.clone()) {
                     single.insert(&e.0, e.1, ValueKind::Value, &e.0);
@@ -347,11 +353,13 @@ proptest::proptest! {
             }
         }
         let want = contents(&single);
-        proptest::prop_assert_eq!(&contents(&multi), &want);
-        proptest::prop_assert_eq!(multi.len(), want.len());
-        for (k, _) in &want {
-            proptest::prop_assert_eq!(multi.seek(k).map(|(k, _)| k.to_vec()), Some(k.clone()));
+        for list in [&multi, &together] {
+            proptest::prop_assert_eq!(&contents(list), &want);
+            proptest::prop_assert_eq!(list.len(), want.len());
+            for (k, _) in &want {
+                proptest::prop_assert_eq!(list.seek(k).map(|(k, _)| k.to_vec()), Some(k.clone()));
+            }
+            check_levels(list);
         }
-        check_levels(&multi);
     }
 }
