@@ -254,44 +254,42 @@ impl KeyHashes {
 /// A table being written: its route, file number and writer.
 type OpenTable = (u64, u64, Box<dyn TableWriter>);
 
+/// How [`write_tables`] cuts, routes and filters what it writes (flush and merge differ only
+/// here).
+struct Outputs<'o, 'p> {
+    /// Size at which a table is full (sorted tables; `u64::MAX`: never).
+    target_file_size: u64,
+    /// Whether a tombstone of the oldest snapshot stripe may be dropped (no level below the
+    /// output holds its key).
+    may_drop_tombstone: &'o mut dyn FnMut(&[u8]) -> bool,
+    /// The guards of the output level ([`Partition::none`] for none).
+    partition: &'o mut Partition<'p>,
+    /// The route (output table family) of each user key.
+    route_of: Router<'o>,
+    /// The application's compaction filter and the output level it is asked for.
+    filter: Option<(&'o dyn CompactionFilter, usize)>,
+    /// Set when the database closes: the job stops.
+    cancel: Option<&'o AtomicBool>,
+    /// The hashes of each output's keys, for clustered filters (trie merges).
+    key_hashes: Option<&'o mut KeyHashes>,
+}
+
 /// Writes the entries of `input` into tables of `ctx.format`, one open table per route, each
-/// cut once it is full (`target_file_size` for sorted tables) and at guard boundaries, never
-/// between two entries of one user key. Returns the new tables. With `parallel`, full tables
-/// are finished on a helper thread while the entries go on (`parallel.rs`), and the tables come
-/// back in no particular order.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one private step shared by flush and merge"
-)]
+/// cut once it is full (`out.target_file_size` for sorted tables) and at guard boundaries,
+/// never between two entries of one user key. Returns the new tables. With `parallel`, full
+/// tables are finished on a helper thread while the entries go on (`parallel.rs`), and the
+/// tables come back in no particular order.
 fn write_tables(
     ctx: &JobContext<'_>,
     input: &mut dyn InternalIterator,
-    target_file_size: u64,
-    mut may_drop_tombstone: impl FnMut(&[u8]) -> bool,
-    partition: &mut Partition<'_>,
-    route_of: Router<'_>,
-    filter: Option<(&dyn CompactionFilter, usize)>,
-    cancel: Option<&AtomicBool>,
-    key_hashes: Option<&mut KeyHashes>,
+    out: Outputs<'_, '_>,
     parallel: bool,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     std::thread::scope(|scope| {
         let mut finisher = Finisher::new(parallel.then_some(scope));
-        let outputs = write_entries(
-            ctx,
-            input,
-            target_file_size,
-            &mut may_drop_tombstone,
-            partition,
-            route_of,
-            filter,
-            cancel,
-            key_hashes,
-            &mut finisher,
-            stats,
-        )
-        .and_then(|()| finisher.into_finished())?;
+        let outputs = write_entries(ctx, input, out, &mut finisher, stats)
+            .and_then(|()| finisher.into_finished())?;
         for meta in &outputs {
             stats.bytes_written += meta.file_size;
             stats.files_written += 1;
@@ -315,23 +313,22 @@ fn write_tables(
 
 /// The loop of [`write_tables`]: every surviving entry into its open table; full tables (and at
 /// the end all of them) go to `finisher`.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the arguments of write_tables, passed on"
-)]
 fn write_entries(
     ctx: &JobContext<'_>,
     input: &mut dyn InternalIterator,
-    target_file_size: u64,
-    may_drop_tombstone: &mut dyn FnMut(&[u8]) -> bool,
-    partition: &mut Partition<'_>,
-    route_of: Router<'_>,
-    filter: Option<(&dyn CompactionFilter, usize)>,
-    cancel: Option<&AtomicBool>,
-    mut key_hashes: Option<&mut KeyHashes>,
+    out: Outputs<'_, '_>,
     finisher: &mut Finisher<'_, '_>,
     stats: &mut JobStats,
 ) -> Result<()> {
+    let Outputs {
+        target_file_size,
+        may_drop_tombstone,
+        partition,
+        route_of,
+        filter,
+        cancel,
+        mut key_hashes,
+    } = out;
     let newest_snapshot = ctx.snapshots.last().copied().unwrap_or(0);
     let mut tombstone = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
@@ -453,13 +450,15 @@ pub fn flush(
     let outputs = write_tables(
         ctx,
         input,
-        u64::MAX,
-        |_| false,
-        &mut Partition::none(),
-        &|_| 0,
-        None,
-        None,
-        None,
+        Outputs {
+            target_file_size: u64::MAX,
+            may_drop_tombstone: &mut |_| false,
+            partition: &mut Partition::none(),
+            route_of: &|_| 0,
+            filter: None,
+            cancel: None,
+            key_hashes: None,
+        },
         false,
         &mut stats,
     )?;
@@ -575,23 +574,26 @@ pub fn merge(
             },
         ),
     };
+    let mut may_drop_tombstone = |user_key: &[u8]| {
+        below.clone().all(|level| {
+            version
+                .tables_for_key(level, user_key)
+                .iter()
+                .all(|f| inputs.contains(&f.number))
+        })
+    };
     let outputs = write_tables(
         ctx,
         &mut input,
-        spec.output.target_file_size(),
-        |user_key| {
-            below.clone().all(|level| {
-                version
-                    .tables_for_key(level, user_key)
-                    .iter()
-                    .all(|f| inputs.contains(&f.number))
-            })
+        Outputs {
+            target_file_size: spec.output.target_file_size(),
+            may_drop_tombstone: &mut may_drop_tombstone,
+            partition: &mut partition,
+            route_of,
+            filter: ctx.compaction_filter.map(|f| (f, out)),
+            cancel: ctx.cancel,
+            key_hashes: key_hashes.as_mut(),
         },
-        &mut partition,
-        route_of,
-        ctx.compaction_filter.map(|f| (f, out)),
-        ctx.cancel,
-        key_hashes.as_mut(),
         matches!(spec.output, OutputPlan::ByHash { .. }),
         &mut stats,
     )?;
