@@ -27,16 +27,9 @@ fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
-/// A cheap deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
+/// `i` scattered over `0..n` (Knuth's multiplicative hash): a fixed, unordered sequence.
+fn scatter(i: u64, n: u64) -> u64 {
+    (i.wrapping_mul(2_654_435_761) >> 7) % n
 }
 
 #[test]
@@ -45,15 +38,14 @@ fn multi_get_matches_a_model_and_each_get() {
         for index_ratio in [0.0, 0.25] {
             let db = Db::open("/db", options(memory, index_ratio)).unwrap();
             let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-            let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
             let mut frozen = None;
             for step in 0..6000u64 {
-                let k = key(rng.below(1500));
-                if rng.below(5) == 0 {
+                let k = key(scatter(step, 1500));
+                if scatter(step, 5) == 0 {
                     db.delete(&k).unwrap();
                     model.remove(&k);
                 } else {
-                    let v = format!("v{step}-{}", "x".repeat(rng.below(60) as usize));
+                    let v = format!("v{step}-{}", "x".repeat(scatter(step, 60) as usize));
                     db.put(&k, v.as_bytes()).unwrap();
                     model.insert(k, v.into_bytes());
                 }
@@ -61,8 +53,8 @@ fn multi_get_matches_a_model_and_each_get() {
                     frozen = Some((db.snapshot(), model.clone()));
                 }
             }
-            // Keys present and absent, some twice, in no particular order.
-            let keys: Vec<Vec<u8>> = (0..400).map(|_| key(rng.below(1700))).collect();
+            // Keys present, deleted and never written, in no particular order.
+            let keys: Vec<Vec<u8>> = (0..400).map(|i| key(scatter(i + 9000, 1700))).collect();
             let got = db.multi_get(&keys).unwrap();
             for (k, v) in keys.iter().zip(&got) {
                 assert_eq!(v.as_ref(), model.get(k), "{memory:?} {index_ratio}: {k:?}");
