@@ -92,15 +92,17 @@ pub struct Options {
     /// Bytes of a Bloom filter over each memtable's keys, as a fraction of
     /// `write_buffer_size`: a point read (get) skips the skiplist search of a memtable the
     /// filter rules its key out of (for 64 MiB memtables of 16-byte keys and 128-byte values,
-    /// 1/16 is about 80 bits per key). It costs a hash and one atomic OR per write. 0
-    /// disables; at most 0.25. Default: 1/16. RocksDB: `memtable_prefix_bloom_size_ratio` with
+    /// 1/16 is about 80 bits per key). It costs a hash and one atomic OR per write. With a
+    /// point index (`memtable_index_ratio`), which rules absent keys out itself while it has
+    /// room, the filter records only the keys a full index could not take. 0 disables; at most
+    /// 0.25. Default: 1/16. RocksDB: `memtable_prefix_bloom_size_ratio` with
     /// `memtable_whole_key_filtering` (default off).
     pub memtable_filter_ratio: f64,
     /// Largest hash index from each user key to its newest entry in a memtable's skiplist, as a
     /// fraction of `write_buffer_size`: a point read (get) of a key the memtable holds finds it
     /// with one probe instead of a skiplist search. Each memtable's index is sized for the
     /// entries of the one before it (the first for 128-byte entries): 8-byte slots filled to
-    /// 80% at most, about 12.5 bytes per entry (7% of a 64 MiB memtable of 16-byte keys and
+    /// 80% at most, 12 bytes per entry (7% of a 64 MiB memtable of 16-byte keys and
     /// 128-byte values); keys past a full index are found by searching. It costs a hash and a
     /// probe per write and is not counted against `write_buffer_size`. 0 disables; at most
     /// 0.25. Default: 1/4. RocksDB: none (a hash-linked-list memtable comes closest). See
