@@ -16,6 +16,7 @@ mod commands;
 mod conn;
 pub mod encoding;
 pub mod expiry;
+mod placement;
 pub mod reply;
 pub mod resp;
 pub mod store;
@@ -167,6 +168,8 @@ pub(crate) struct Shared {
     pub(crate) clients: AtomicUsize,
     pub(crate) connections_received: AtomicU64,
     pub(crate) rejected_connections: AtomicU64,
+    /// Connections handed to another connection thread (INFO `connections_moved`).
+    pub(crate) connections_moved: AtomicU64,
     pub(crate) expired_keys: AtomicU64,
     pub(crate) next_client_id: AtomicU64,
     pub(crate) started: Instant,
@@ -239,6 +242,7 @@ impl Server {
                 clients: AtomicUsize::new(0),
                 connections_received: AtomicU64::new(0),
                 rejected_connections: AtomicU64::new(0),
+                connections_moved: AtomicU64::new(0),
                 expired_keys: AtomicU64::new(0),
                 next_client_id: AtomicU64::new(1),
                 started: Instant::now(),
@@ -261,20 +265,23 @@ impl Server {
         self.run_on(&[]).await
     }
 
-    /// [`Server::run`], dealing connections round robin to this runtime and `workers` (other
-    /// runtimes, each driven by a thread of its own until this returns).
+    /// [`Server::run`], with `workers` as further connection threads (other runtimes, each
+    /// driven by a thread of its own until this returns): connections start here, and those
+    /// that bring enough work are placed over this thread and the workers
+    /// ([`placement::Placement`]).
     pub(crate) async fn run_on(
         self,
         workers: &[tokio::runtime::Handle],
     ) -> Result<(), ServerError> {
         let Server { shared, listener } = self;
-        let mut next = 0usize;
         let mut stop = shared.shutdown.subscribe();
         let mut background = JoinSet::new();
         background.spawn(sweep::run(Arc::clone(&shared)));
         if shared.config.sync == SyncMode::Everysec {
             background.spawn(sync_every_second(Arc::clone(&shared)));
         }
+        let (placement, mut handoffs) = placement::Placement::new(workers.len() + 1);
+        let placement = (!workers.is_empty()).then_some(placement);
         let mut conns = JoinSet::new();
         loop {
             while conns.try_join_next().is_some() {}
@@ -282,32 +289,26 @@ impl Server {
                 _ = stop.wait_for(|s| *s) => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
-                        let shared = Arc::clone(&shared);
-                        next = next.wrapping_add(1);
-                        match workers.get(next % (workers.len() + 1)) {
-                            None => {
-                                conns.spawn(conn::serve(shared, stream));
-                            }
-                            // A socket belongs to the runtime that registered it: hand it over
-                            // as a std socket, registered again by the worker.
-                            Some(worker) => if let Ok(std) = stream.into_std() {
-                                conns.spawn_on(
-                                    async move {
-                                        if let Ok(stream) = tokio::net::TcpStream::from_std(std) {
-                                            conn::serve(shared, stream).await;
-                                        }
-                                    },
-                                    worker,
-                                );
-                            },
-                        }
+                        let placement = placement.clone();
+                        conns.spawn(conn::serve(Arc::clone(&shared), stream, placement));
                     }
                     // Out of descriptors and the like: wait a little rather than spin.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
                 },
+                Some(handoff) = handoffs.recv() => {
+                    // A socket belongs to the runtime that registered it: the connection
+                    // registers it again on the thread it was placed on.
+                    if let Some(worker) = handoff.thread.checked_sub(1).and_then(|i| workers.get(i)) {
+                        shared.connections_moved.fetch_add(1, Ordering::Relaxed);
+                        conns.spawn_on(conn::resume(Arc::clone(&shared), handoff), worker);
+                    }
+                }
             }
         }
         drop(listener);
+        // Connections on their way to another thread close here: each holds the database.
+        handoffs.close();
+        while handoffs.try_recv().is_ok() {}
         // Connections finish what they read; one stuck writing to a client that never reads is
         // cut off after a grace period.
         let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {

@@ -1,10 +1,12 @@
 //! Connection threads: one single-threaded tokio runtime per thread, each serving the
-//! connections dealt to it (thread per core, as Redis's event loop or memcached's workers).
+//! connections placed on it (thread per core, as Redis's event loop or memcached's workers).
 //!
 //! A work-stealing runtime wakes an idle worker to look for work whenever one finds some; with
 //! many connections each sending one request at a time (`redis-benchmark -P 1`), those wake-ups
-//! cost more than the requests. Here a connection stays on the thread it was dealt to and
+//! cost more than the requests. Here a connection stays on the thread it was placed on and
 //! nothing wakes another thread for it.
+//!
+//! Which thread serves a connection is [`crate::placement`]'s choice.
 
 use std::thread::JoinHandle;
 

@@ -387,11 +387,12 @@ pub fn info(shared: &Shared, _: &mut Client, args: &[Bytes]) -> Res<Reply> {
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             rejected_connections:{}\r\nexpired_keys:{}\r\n\r\n",
+             rejected_connections:{}\r\nexpired_keys:{}\r\nconnections_moved:{}\r\n\r\n",
             shared.connections_received.load(Ordering::Relaxed),
             shared.command_stats.total_calls(),
             shared.rejected_connections.load(Ordering::Relaxed),
             shared.expired_keys.load(Ordering::Relaxed),
+            shared.connections_moved.load(Ordering::Relaxed),
         );
     }
     if want("replication") {
