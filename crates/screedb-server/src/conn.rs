@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 
 use crate::placement::{Placement, Probe};
 use crate::reply::Reply;
-use crate::{Client, Shared, SyncMode, commands, resp};
+use crate::{Client, Shared, SyncMode, commands, resp, writer};
 
 /// Replies are sent once this many bytes wait, even in the middle of a pipeline.
 const FLUSH_AT: usize = 64 << 10;
@@ -59,7 +59,9 @@ pub(crate) struct Handoff {
 
 /// Runs the plain SETs waiting in `sets` as one batch and encodes a reply for each. With
 /// `blocking` (`--sync always`) the batch waits for an fsync on the blocking pool, so this
-/// thread serves its other connections meanwhile.
+/// thread serves its other connections meanwhile; otherwise a run of
+/// [`writer::HANDED_OVER_RUN`] or more is written by the writer thread ([`writer`]), and a
+/// shorter one here.
 async fn run_sets(
     shared: &Arc<Shared>,
     sets: &mut Vec<resp::Request>,
@@ -76,6 +78,13 @@ async fn run_sets(
         tokio::task::spawn_blocking(move || commands::execute_set_run(&sh, &batch))
             .await
             .unwrap_or_else(|_| Reply::err("internal error running the command"))
+    } else if n >= writer::HANDED_OVER_RUN {
+        let (sh, batch) = (Arc::clone(shared), std::mem::take(sets));
+        shared
+            .writer
+            .run(move || commands::execute_set_run(&sh, &batch))
+            .await
+            .unwrap_or_else(|| Reply::err("internal error running the command"))
     } else {
         let reply = commands::execute_set_run(shared, sets);
         sets.clear();

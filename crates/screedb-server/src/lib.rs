@@ -5,7 +5,8 @@
 //! - [`resp`]: the request parser and its limits; [`reply`]: replies and their encodings;
 //! - [`encoding`]: the key layout; [`store`]: typed access and the per-key locks;
 //! - `commands`: the command table; `conn`: one connection; `sweep`: active expiry and garbage
-//!   collection of old subkeys.
+//!   collection of old subkeys; `workers`: the connection threads; `placement`: which thread
+//!   serves a connection; `writer`: the thread that writes pipelined runs of SETs.
 //!
 //! [`spawn`] starts a server on its own thread (what tests use); [`run`] serves until
 //! SIGINT/SIGTERM or SHUTDOWN (what `screedb serve` uses).
@@ -22,6 +23,7 @@ pub mod resp;
 pub mod store;
 mod sweep;
 mod workers;
+mod writer;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -176,6 +178,8 @@ pub(crate) struct Shared {
     pub(crate) port: u16,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) scan_cursors: commands::ScanCursors,
+    /// Writes pipelined runs of SETs ([`writer`]).
+    pub(crate) writer: writer::Writer,
 }
 
 impl Shared {
@@ -249,6 +253,7 @@ impl Server {
                 port,
                 shutdown,
                 scan_cursors: commands::ScanCursors::default(),
+                writer: writer::Writer::start()?,
             }),
             listener,
         })
