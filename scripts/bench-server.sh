@@ -124,7 +124,7 @@ stop_servers
 echo
 echo "screedb held $keys keys (16 MiB memtable, --memory $MEMORY)."
 
-if [ -n "$GO_YCSB" ]; then
+if [ "$YCSB" = 1 ] && [ -n "$GO_YCSB" ]; then
     echo
     echo "| go-ycsb (redis, hash), $YCSB_RECORDS records, $YCSB_OPS ops, 16 threads | redis-server ops/s | screedb ops/s | ratio | errors (redis / screedb) |"
     echo "|---|---:|---:|---:|---|"
