@@ -8,15 +8,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{config, connect, run};
+use common::{config, connect, info_number, run};
 use redis::{Commands, Value};
 
 fn info_field(c: &mut redis::Connection, field: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
+    info_number(&info, field)
 }
 
 #[test]

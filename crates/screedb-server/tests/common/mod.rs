@@ -100,3 +100,11 @@ pub fn closed(s: &mut TcpStream) -> bool {
         }
     }
 }
+
+/// The number `field` has in an INFO reply's text.
+pub fn info_number(info: &str, field: &str) -> u64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+}
