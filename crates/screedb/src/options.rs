@@ -153,7 +153,9 @@ pub struct Options {
     /// `mmap_reads`, holds no file descriptor once open). Beyond it, a compaction holds one
     /// table open per sorted run of its inputs (it opens a run's tables one at a time), and an
     /// iterator one per run it reads; when the process runs out of descriptors, the cache lets
-    /// go of its tables and the open is tried again. Default: 1000. RocksDB: `max_open_files`.
+    /// go of its tables and the open is tried again. As many tables again may be pinned by the
+    /// live versions that hold them, so point reads skip the cache's lookup (RocksDB pins
+    /// every table with `max_open_files = -1`). Default: 1000. RocksDB: `max_open_files`.
     pub max_open_tables: usize,
     /// Bloom filter bits per key (0 disables filters). Default: 10.
     /// RocksDB: `filter_policy = NewBloomFilterPolicy(10)`.

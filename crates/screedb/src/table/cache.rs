@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -117,6 +117,39 @@ pub struct TableCache {
     clusters: Cache<u64, Option<Arc<Cluster>>>,
     /// The read counters every HTable opened here shares, with the gets' cluster reads.
     hashed_reads: Arc<ReadCounters>,
+    /// Readers pinned now by live versions' tables ([`TableCache::pin`]), and how many may be.
+    pinned: Arc<AtomicUsize>,
+    max_pinned: usize,
+}
+
+/// An open table held by a version's table ([`crate::version::TableFile::reader`]), so that
+/// its point reads skip the cache's lookup (a hash, a shard lock and a reference count shared
+/// by every reading thread; RocksDB's `FileDescriptor::table_reader` does the same). Counts
+/// against [`TableCache::pin`]'s budget while it lives.
+pub struct PinnedReader {
+    reader: Arc<dyn TableReader>,
+    pinned: Arc<AtomicUsize>,
+}
+
+impl PinnedReader {
+    /// The pinned table.
+    pub fn reader(&self) -> &Arc<dyn TableReader> {
+        &self.reader
+    }
+}
+
+impl fmt::Debug for PinnedReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedReader")
+            .field("file_number", &self.reader.file_number())
+            .finish()
+    }
+}
+
+impl Drop for PinnedReader {
+    fn drop(&mut self) {
+        self.pinned.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl fmt::Debug for TableCache {
@@ -152,7 +185,29 @@ impl TableCache {
             tables: Cache::new(max),
             clusters: Cache::new(max),
             hashed_reads: Arc::default(),
+            pinned: Arc::default(),
+            max_pinned: max,
         }
+    }
+
+    /// Pins `reader` for its holder, or `None` when `max_open_tables` readers are pinned
+    /// already: tables pinned this way stay open while their versions live, on top of the
+    /// cache's own bound, so at most twice `max_open_tables` tables are open at once.
+    pub fn pin(&self, reader: Arc<dyn TableReader>) -> Option<PinnedReader> {
+        let taken = self
+            .pinned
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.max_pinned).then_some(n + 1)
+            });
+        taken.is_ok().then(|| PinnedReader {
+            reader,
+            pinned: Arc::clone(&self.pinned),
+        })
+    }
+
+    /// Readers pinned now by live versions' tables.
+    pub fn pinned(&self) -> usize {
+        self.pinned.load(Ordering::Relaxed)
     }
 
     /// The open table `meta` describes, opening `dir/{number:06}.sst` on a miss. A table that

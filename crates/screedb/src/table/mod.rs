@@ -50,7 +50,7 @@ use std::sync::Arc;
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use builder::TableBuilder;
-pub use cache::{BlockCache, TableCache};
+pub use cache::{BlockCache, PinnedReader, TableCache};
 pub use compression::CompressionType;
 pub use filter::{BloomFilter, BloomFilterBuilder};
 pub use filter_policy::{

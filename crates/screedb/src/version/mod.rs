@@ -19,8 +19,9 @@ mod builder;
 pub mod obsolete;
 mod set;
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use builder::VersionBuilder;
 pub use set::{RecoveredState, VersionSet};
@@ -32,8 +33,8 @@ use crate::layout::flsm::seeks::ReadCost;
 use crate::layout::flsm::{guards, seeks};
 use crate::layout::{self, LayoutKind};
 use crate::manifest::FileMeta;
-use crate::table::TableCache;
 use crate::table::htable::KeyHash;
+use crate::table::{PinnedReader, TableCache, TableReader};
 use obsolete::ObsoleteFiles;
 
 pub use crate::table::Lookup;
@@ -74,6 +75,10 @@ impl std::fmt::Debug for Version {
 /// (see [`obsolete`]).
 pub struct TableFile {
     meta: Arc<FileMeta>,
+    /// The open table, once a read asked for it and the cache's pin budget allowed it
+    /// ([`TableFile::reader`]). Declared before `life` so the table closes before its file may
+    /// be deleted.
+    pinned: OnceLock<PinnedReader>,
     life: Arc<FileLife>,
 }
 
@@ -101,6 +106,7 @@ impl TableFile {
                 obsolete: Arc::clone(obsolete),
             }),
             meta: Arc::new(meta),
+            pinned: OnceLock::new(),
         })
     }
 
@@ -108,8 +114,24 @@ impl TableFile {
     fn grown(&self, meta: FileMeta) -> FileRef {
         Arc::new(TableFile {
             meta: Arc::new(meta),
+            pinned: OnceLock::new(),
             life: Arc::clone(&self.life),
         })
+    }
+
+    /// The open table at this extent: the first call takes it from `tables` and pins it here
+    /// when the cache's budget allows ([`TableCache::pin`]), so later point reads of this
+    /// table neither look it up nor touch a reference count that every reading thread shares.
+    pub fn reader(&self, tables: &TableCache) -> Result<Cow<'_, Arc<dyn TableReader>>> {
+        if let Some(pin) = self.pinned.get() {
+            return Ok(Cow::Borrowed(pin.reader()));
+        }
+        let reader = tables.get(&self.meta)?;
+        match tables.pin(Arc::clone(&reader)) {
+            // A racing reader may have pinned it first; then this pin is dropped unused.
+            Some(pin) => Ok(Cow::Borrowed(self.pinned.get_or_init(|| pin).reader())),
+            None => Ok(Cow::Owned(reader)),
+        }
     }
 
     /// The table's metadata, shareable without keeping the table alive.
@@ -331,7 +353,7 @@ impl Version {
                     {
                         continue;
                     }
-                    let table = tables.get(f)?;
+                    let table = f.reader(tables)?;
                     let probe = match &hash {
                         Some(h) => {
                             table.probe_hashed(user_key, &target, self.hash_seed, h, true)?
@@ -386,11 +408,11 @@ impl Version {
 
     fn probe(
         tables: &TableCache,
-        file: &FileMeta,
+        file: &TableFile,
         user_key: &[u8],
         target: &[u8],
     ) -> Result<Probe> {
-        tables.get(file)?.probe(user_key, target)
+        file.reader(tables)?.probe(user_key, target)
     }
 
     /// Checks the structural invariants: well-formed ranges; in the leveled layout, sorted,
@@ -601,3 +623,7 @@ impl Version {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "pin_tests.rs"]
+mod pin_tests;

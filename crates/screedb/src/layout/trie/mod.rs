@@ -215,8 +215,8 @@ pub(crate) fn probe_level(
             Some(true) => false,
             None => true,
         };
-        let probe = tables
-            .get(f)?
+        let probe = f
+            .reader(tables)?
             .probe_hashed(user_key, target, seed, hash, use_filter)?;
         if let Probe::Hit(found, seq) = probe
             && best.as_ref().is_none_or(|(_, s)| seq > *s)
