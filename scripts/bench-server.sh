@@ -7,14 +7,18 @@
 # temporary directory; screedb serve runs with --sync everysec, a 16 MiB memtable (so the
 # 1,000,000-key data set is larger than its write buffer) and --memory flodb (docs/memory.md;
 # `--memory skiplist` for the engine's default).
+# The redis-benchmark rows run --rounds times (default 3), each round on freshly started servers,
+# and the table gives each server's median and the ratio of the medians, with every round's
+# ratio beside it: single runs on a small machine spread by a tenth.
 # go-ycsb's redis driver has no Scan: workload E fails every scan on both servers.
 #
-# Usage: scripts/bench-server.sh [--requests N] [--ycsb-records N] [--ycsb-ops N] [--no-ycsb]
-#                                [--memory flodb|skiplist]
+# Usage: scripts/bench-server.sh [--requests N] [--rounds N] [--ycsb-records N] [--ycsb-ops N]
+#                                [--no-ycsb] [--memory flodb|skiplist]
 # Needs: cargo, apt-get (as root) for redis-server/redis-tools when missing, go for go-ycsb.
 set -euo pipefail
 
 REQUESTS=1000000
+ROUNDS=3
 YCSB_RECORDS=50000
 YCSB_OPS=50000
 YCSB=1
@@ -22,6 +26,7 @@ MEMORY=flodb
 while [ $# -gt 0 ]; do
     case "$1" in
         --requests) REQUESTS="$2"; shift 2 ;;
+        --rounds) ROUNDS="$2"; shift 2 ;;
         --ycsb-records) YCSB_RECORDS="$2"; shift 2 ;;
         --ycsb-ops) YCSB_OPS="$2"; shift 2 ;;
         --no-ycsb) YCSB=0; shift ;;
@@ -107,22 +112,47 @@ rps() {
 
 echo "# screedb serve vs redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')" \
     "on $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+# ratio <screedb> <redis>: "0.83" (or "n/a" when redis-server reported nothing).
+ratio() {
+    awk -v s="$1" -v r="$2" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "n/a" }'
+}
+
+# median <numbers...>
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 }
+        END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+declare -A REDIS_RPS SCREEDB_RPS ROUND_RATIOS
+for _ in $(seq "$ROUNDS"); do
+    start_servers
+    for pipeline in 16 1; do
+        for t in set get; do
+            r="$(rps "$REDIS_PORT" "$t" "$pipeline")"
+            s="$(rps "$SCREEDB_PORT" "$t" "$pipeline")"
+            REDIS_RPS[$t$pipeline]+=" ${r:-0}"
+            SCREEDB_RPS[$t$pipeline]+=" ${s:-0}"
+            ROUND_RATIOS[$t$pipeline]+=" $(ratio "${s:-0}" "${r:-0}")x"
+        done
+    done
+    keys="$(redis-cli -p "$SCREEDB_PORT" dbsize)"
+    stop_servers
+done
 echo
-echo "| redis-benchmark | redis-server rps | screedb rps | ratio |"
-echo "|---|---:|---:|---:|"
-start_servers
+echo "| redis-benchmark | redis-server rps (median of $ROUNDS) | screedb rps (median) | ratio of medians | each round |"
+echo "|---|---:|---:|---:|---|"
 for pipeline in 16 1; do
     for t in set get; do
-        r="$(rps "$REDIS_PORT" "$t" "$pipeline")"
-        s="$(rps "$SCREEDB_PORT" "$t" "$pipeline")"
-        ratio="$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "n/a" }')"
-        echo "| -t $t -n $REQUESTS -r 1000000 -c 50 -P $pipeline | $r | $s | ${ratio}x |"
+        # shellcheck disable=SC2086
+        r="$(median ${REDIS_RPS[$t$pipeline]})"
+        # shellcheck disable=SC2086
+        s="$(median ${SCREEDB_RPS[$t$pipeline]})"
+        echo "| -t $t -n $REQUESTS -r 1000000 -c 50 -P $pipeline | $r | $s |" \
+            "$(ratio "$s" "$r")x |${ROUND_RATIOS[$t$pipeline]} |"
     done
 done
-keys="$(redis-cli -p "$SCREEDB_PORT" dbsize)"
-stop_servers
 echo
-echo "screedb held $keys keys (16 MiB memtable, --memory $MEMORY)."
+echo "screedb held $keys keys after each round (16 MiB memtable, --memory $MEMORY)."
 
 if [ "$YCSB" = 1 ] && [ -n "$GO_YCSB" ]; then
     echo
@@ -159,7 +189,6 @@ if [ "$YCSB" = 1 ] && [ -n "$GO_YCSB" ]; then
         read -r r rerr < <(ycsb "$REDIS_PORT" "$w")
         read -r s serr < <(ycsb "$SCREEDB_PORT" "$w")
         stop_servers
-        ratio="$(awk -v s="$s" -v r="$r" 'BEGIN { if (r > 0) printf "%.2f", s / r; else print "n/a" }')"
-        echo "| workload $w | $r | $s | ${ratio}x | $rerr / $serr |"
+        echo "| workload $w | $r | $s | $(ratio "$s" "$r")x | $rerr / $serr |"
     done
 fi
