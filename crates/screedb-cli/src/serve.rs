@@ -32,7 +32,8 @@ pub struct ServeArgs {
     /// Threads serving connections (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Memory component: skiplist (default) or flodb (docs/memory.md).
+    /// Memory component: flodb (the server's default) or skiplist (the engine's default;
+    /// docs/memory.md, docs/server.md).
     #[arg(long, value_parser = crate::parse_memory)]
     memory: Option<screedb::Memory>,
 }
