@@ -20,6 +20,8 @@ pub mod expiry;
 mod placement;
 pub mod reply;
 pub mod resp;
+#[doc(hidden)]
+pub mod resp_fuzz;
 pub mod store;
 mod sweep;
 mod workers;
