@@ -152,7 +152,7 @@ for pipeline in 16 1; do
     done
 done
 echo
-echo "screedb held $keys keys after each round (16 MiB memtable, --memory $MEMORY)."
+echo "screedb held $keys keys after the last round (16 MiB memtable, --memory $MEMORY)."
 
 if [ "$YCSB" = 1 ] && [ -n "$GO_YCSB" ]; then
     echo

@@ -109,8 +109,8 @@ pub struct Config {
     /// How often the sweeper (active expiry, old subkeys) runs. Default: 100 ms.
     pub sweep_interval: Duration,
     /// Threads serving connections ([`run`] only; [`spawn`] uses 2), each a single-threaded
-    /// runtime that keeps the connections placed on it (docs/server.md, "Threads"). Default: `None`, one per
-    /// core.
+    /// runtime that keeps the connections placed on it (docs/server.md, "Threads"). Default:
+    /// `None`, one per core.
     pub threads: Option<usize>,
 }
 

@@ -62,10 +62,15 @@ impl Writer {
 }
 
 impl Drop for Writer {
-    /// Lets the thread finish what it was handed, then waits for it.
+    /// Lets the thread finish what it was handed, then waits for it. A job may hold the last
+    /// reference to the server's state (its connection cut off at shutdown), so the writer can
+    /// be dropped on its own thread: that one cannot wait for itself, and ends once the job
+    /// returns since no job is left to come.
     fn drop(&mut self) {
         drop(self.jobs.take());
-        if let Some(thread) = self.thread.take() {
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
             let _ = thread.join();
         }
     }
@@ -97,5 +102,27 @@ mod tests {
             None
         );
         assert_eq!(writer.run(|| 7).await, Some(7));
+    }
+
+    #[test]
+    fn a_writer_dropped_on_its_own_thread_does_not_wait_for_itself() {
+        use std::sync::{Arc, Mutex};
+        let slot: Arc<Mutex<Option<Writer>>> = Arc::default();
+        let writer = Writer::start().unwrap();
+        let jobs = writer.jobs.clone().unwrap();
+        *slot.lock().unwrap() = Some(writer);
+        // The job drops the writer on the writer thread (as the last holder of the server's
+        // state does), then reports: waiting there for itself would panic before the report.
+        let (done, finished) = mpsc::channel();
+        let held = Arc::clone(&slot);
+        let job: Job = Box::new(move || {
+            drop(held.lock().unwrap().take());
+            let _ = done.send(());
+        });
+        jobs.send(job).unwrap();
+        drop(jobs);
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the job went on after dropping its writer");
     }
 }
