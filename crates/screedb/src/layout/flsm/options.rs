@@ -29,11 +29,12 @@ pub enum GuardBits {
 /// Options of the FLSM layout, carried by [`crate::Layout::default()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlsmOptions {
-    /// Most fragments (overlapping tables) a guard holds. A compaction appends a fragment to a
-    /// guard of the next level; when the guard already holds this many fragments overlapping
-    /// the incoming range, those fragments are merged with the incoming data instead (so `1`
-    /// gives leveled LSM). Default: 4. PebblesDB: `max_sstables_per_guard` (default 2, where a
-    /// guard reaching it was compacted down).
+    /// Most fragments (sorted runs, each possibly cut into several tables) a guard holds at
+    /// one key. A compaction appends a fragment to a guard of the next level; when the guard's
+    /// tables overlapping the incoming range are already this deep (this many of them hold one
+    /// key), they are merged with the incoming data instead (so `1` gives leveled LSM).
+    /// Default: 4. PebblesDB: `max_sstables_per_guard` (default 2, where a guard reaching it
+    /// was compacted down; its fragments were single tables).
     pub max_sstables_per_guard: usize,
     /// How guards are chosen. Default: `Adaptive { target_guard_bytes: 0 }`.
     /// PebblesDB: `Fixed { top_level_bits: 27, bit_decrement: 2 }`.

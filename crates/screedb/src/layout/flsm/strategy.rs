@@ -7,9 +7,9 @@
 //!   guards, one new fragment per guard it touches;
 //! - level `n` -> `n+1`: one guard (round robin) is merged and partitioned by level `n+1`'s
 //!   guards;
-//! - appending, not rewriting: a child guard receives a new fragment unless it already holds
-//!   `max_sstables_per_guard` fragments overlapping the incoming range, in which case those are
-//!   merged with the incoming data (so `max_sstables_per_guard = 1` is leveled compaction, and the
+//! - appending, not rewriting: a child guard receives a new fragment unless its fragments
+//!   overlapping the incoming range are already `max_sstables_per_guard` deep (runs holding one
+//!   key, not tables), in which case those are merged with the incoming data (so `max_sstables_per_guard = 1` is leveled compaction, and the
 //!   last level, which nothing drains, rewrites a guard whenever it is full);
 //! - second-to-last level: a guard is merged in place instead when the full last-level fragments
 //!   would cost more than `second_last_rewrite_ratio` times its own bytes;
@@ -175,9 +175,24 @@ fn fits_one_guard(version: &Version, level: usize, file: &FileRef) -> bool {
         == guards::guard_index(ucmp.as_ref(), committed, file.largest_user_key())
 }
 
+/// The most of `tables` (one guard's, in the level's order: by smallest key) that hold one
+/// key: the guard's depth over their range, the runs a read there may probe. A run cut into
+/// several tables counts once, so a guard of one run is never full however many tables it has.
+fn depth(ucmp: &dyn crate::comparator::Comparator, tables: &[FileRef]) -> usize {
+    let mut open: Vec<&[u8]> = Vec::new();
+    let mut deepest = 0;
+    for t in tables {
+        // Tables ending before this one starts no longer overlap anything after it.
+        open.retain(|end| ucmp.compare(end, t.smallest_user_key()).is_ge());
+        open.push(t.largest_user_key());
+        deepest = deepest.max(open.len());
+    }
+    deepest
+}
+
 /// The fragments of `level` that must be merged with incoming data covering `[smallest,
-/// largest]`: those of every guard holding at least `max_sstables_per_guard` fragments that
-/// overlap the range.
+/// largest]`: those of every guard whose tables overlapping the range are at least
+/// `max_sstables_per_guard` deep somewhere ([`depth`]).
 fn full_children(
     version: &Version,
     options: &Options,
@@ -196,7 +211,8 @@ fn full_children(
             .iter()
             .position(|f| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key()) != g)
             .map_or(overlapping.len(), |n| i + n);
-        if end - i >= options_of(options).max_sstables_per_guard {
+        if depth(ucmp.as_ref(), &overlapping[i..end]) >= options_of(options).max_sstables_per_guard
+        {
             out.extend(overlapping[i..end].iter().cloned());
         }
         i = end;

@@ -51,11 +51,12 @@ fn a_full_child_guard_is_merged_and_max1_is_leveled() {
         (0, file(10, "a", "c", 10)),
         (0, file(11, "b", "d", 10)),
         (1, file(3, "a", "b", 10)),
-        (1, file(4, "c", "e", 10)),
+        (1, file(4, "b", "e", 10)),
         (1, file(5, "n", "p", 10)),
     ];
     let v = version(GUARDS, files);
-    // max 2: the sentinel guard of level 1 holds 2 fragments overlapping [a, d]: merged.
+    // max 2: the sentinel guard of level 1 holds 2 fragments overlapping [a, d], both holding
+    // "b" (depth 2): merged.
     let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &State::default()) else {
         panic!("merge")
     };
@@ -70,6 +71,33 @@ fn a_full_child_guard_is_merged_and_max1_is_leveled() {
         panic!("merge")
     };
     assert_eq!(numbers(&spec.inputs[1].1), vec![3, 4]);
+}
+
+#[test]
+fn a_guard_is_full_by_its_depth_not_its_table_count() {
+    // Level 1's sentinel guard holds one run cut into three tables, and a second run over
+    // part of it: depth 2 at most.
+    let files = vec![
+        (0, file(10, "a", "c", 10)),
+        (0, file(11, "b", "k", 10)),
+        (1, file(3, "a", "c", 10)),
+        (1, file(4, "d", "f", 10)),
+        (1, file(6, "e", "h", 10)),
+        (1, file(5, "g", "k", 10)),
+    ];
+    let v = version(GUARDS, files);
+    // Four tables overlap [a, k], but no key is in more than two: with max 3 there is room.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(3), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.inputs.len(), 1, "appended: {spec:?}");
+    // With max 2 the guard is full, and all of its overlapping tables are merged.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &State::default()) else {
+        panic!("merge")
+    };
+    let mut merged = numbers(&spec.inputs[1].1);
+    merged.sort_unstable();
+    assert_eq!(merged, vec![3, 4, 5, 6]);
 }
 
 #[test]
