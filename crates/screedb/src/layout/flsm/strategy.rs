@@ -9,8 +9,9 @@
 //!   guards;
 //! - appending, not rewriting: a child guard receives a new fragment unless its fragments
 //!   overlapping the incoming range are already `max_sstables_per_guard` deep (runs holding one
-//!   key, not tables), in which case those are merged with the incoming data (so `max_sstables_per_guard = 1` is leveled compaction, and the
-//!   last level, which nothing drains, rewrites a guard whenever it is full);
+//!   key, not tables), in which case those are merged with the incoming data (so
+//!   `max_sstables_per_guard = 1` is leveled compaction, and the last level, which nothing
+//!   drains, rewrites a guard whenever it is full);
 //! - second-to-last level: a guard is merged in place instead when the full last-level fragments
 //!   would cost more than `second_last_rewrite_ratio` times its own bytes;
 //! - trivial moves: a fragment that overlaps nothing else in its guard, fits inside one guard of
