@@ -11,7 +11,10 @@
 # Usage: scripts/scale.sh [DB_DIR] [OUT_DIR]
 #   SIZES="10000000 50000000" scripts/scale.sh   to run part of the ladder;
 #   ENGINES=screedb,screedb:memory=flodb,rocksdb  to compare more engines;
-#   READS=300000                                   point reads and seeks per size.
+#   READS=300000                                   point reads and seeks per size;
+#   FEATURES=fjall,leveldb                         to build the binary with those peers too
+#                                                  (ENGINES=...,leveldb needs it; without it a
+#                                                  binary built with them is rebuilt without).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DB_DIR="${1:-/tmp/screedb-scale}"
@@ -19,9 +22,10 @@ OUT_DIR="${2:-scale-results}"
 SIZES="${SIZES:-10000000 50000000 100000000}"
 ENGINES="${ENGINES:-screedb,rocksdb}"
 READS="${READS:-300000}"
+FEATURES="${FEATURES:-}"
 
 manifest=crates/screedb-bench-rocksdb/Cargo.toml
-cargo build --release --manifest-path "$manifest"
+cargo build --release --manifest-path "$manifest" ${FEATURES:+--features "$FEATURES"}
 bin="${CARGO_TARGET_DIR:-crates/screedb-bench-rocksdb/target}/release/screedb-bench-rocksdb"
 
 mkdir -p "$DB_DIR" "$OUT_DIR"
