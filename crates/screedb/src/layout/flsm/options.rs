@@ -62,7 +62,8 @@ pub struct FlsmOptions {
     /// `overlap_read_bytes` counts one block (`block_size`) per table a read paid for beyond
     /// one per level (see `Stats`). Reads that keep paying for overlapping tables thus earn the
     /// compaction that removes the overlap, and compaction can never run away from them
-    /// (cockroachdb/pebble#1143). 0 disables. Default: 10.
+    /// (cockroachdb/pebble#1143). 0 disables. Default: 25 (10 until guards were full by depth,
+    /// which leaves more runs per guard after a load; docs/flsm.md).
     pub seek_compaction_budget_percent: u64,
 }
 
@@ -82,7 +83,7 @@ impl FlsmOptions {
         second_last_rewrite_ratio: 25,
         aggressive_compaction_percent: 25,
         seek_compaction_threshold: 1024,
-        seek_compaction_budget_percent: 10,
+        seek_compaction_budget_percent: 25,
     };
 
     /// Checks that every option is in range; the error names the option.
