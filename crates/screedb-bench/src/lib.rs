@@ -454,6 +454,8 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         prefix_bloom_len: args.prefix_bloom_len,
         // The trie's garbage threshold is set by the engine spec (`screedb:layout=trie:gc=N`).
         gc_garbage_percent: None,
+        // So is FLSM's level target scale (`screedb:level_scale=N`).
+        flsm_level_target_scale: None,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

@@ -186,7 +186,8 @@ pub struct Options {
     /// Number of level-0 tables at which writes stop until compaction catches up. Default: 36.
     /// RocksDB: `level0_stop_writes_trigger`.
     pub l0_stop_trigger: usize,
-    /// Target size of level 1; level `n` targets `base * multiplier^(n-1)`. Default: 256 MiB.
+    /// Target size of level 1; level `n` targets `base * multiplier^(n-1)`, times FLSM's
+    /// `level_target_scale` (4) in that layout. Default: 256 MiB.
     /// RocksDB: `max_bytes_for_level_base`.
     pub max_bytes_for_level_base: u64,
     /// Size ratio between adjacent levels. Default: 10.
@@ -517,9 +518,12 @@ impl Options {
         }
     }
 
-    /// Target size in bytes of level `level` (>= 1).
+    /// Target size in bytes of level `level` (>= 1): `max_bytes_for_level_base *
+    /// level_size_multiplier^(level-1)`, times the layout's [`Layout::level_target_scale`].
     pub fn level_target_bytes(&self, level: usize) -> u64 {
-        let mut target = self.max_bytes_for_level_base;
+        let mut target = self
+            .max_bytes_for_level_base
+            .saturating_mul(self.layout.level_target_scale());
         for _ in 1..level {
             target = target.saturating_mul(self.level_size_multiplier);
         }
@@ -584,8 +588,27 @@ mod tests {
 
     #[test]
     fn level_targets_grow_by_the_multiplier() {
-        let o = Options::default();
+        let o = Options {
+            layout: Layout::Leveled,
+            ..Options::default()
+        };
         assert_eq!(o.level_target_bytes(1), 256 << 20);
         assert_eq!(o.level_target_bytes(3), (256u64 << 20) * 100);
+    }
+
+    #[test]
+    fn flsm_levels_target_a_multiple_of_the_leveled_sizes() {
+        let mut o = Options::default();
+        assert_eq!(o.level_target_bytes(1), 1 << 30);
+        assert_eq!(o.level_target_bytes(2), 10 << 30);
+        if let Some(flsm) = o.layout.flsm_mut() {
+            flsm.level_target_scale = 1;
+        }
+        assert_eq!(o.level_target_bytes(1), 256 << 20);
+        if let Some(flsm) = o.layout.flsm_mut() {
+            flsm.level_target_scale = 0;
+        }
+        let err = o.validate().unwrap_err().to_string();
+        assert!(err.contains("flsm.level_target_scale"), "{err}");
     }
 }

@@ -66,6 +66,8 @@ pub struct ScreeDbSpec {
     pub prefix_bloom_len: Option<usize>,
     /// `gc=PERCENT`: the trie's `gc_garbage_percent`.
     pub gc_garbage_percent: Option<u32>,
+    /// `level_scale=N`: FLSM's `level_target_scale`.
+    pub level_target_scale: Option<u64>,
 }
 
 impl ScreeDbSpec {
@@ -80,7 +82,7 @@ impl ScreeDbSpec {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
                  layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle), \
-                 gc=PERCENT (trie) and prefix_bloom=N"
+                 gc=PERCENT (trie), level_scale=N (FLSM) and prefix_bloom=N"
             ))
         };
         for option in spec.split(':') {
@@ -120,7 +122,15 @@ impl ScreeDbSpec {
                         })?;
                     out.gc_garbage_percent = Some(percent);
                 }
-                "layout" | "memory" | "c" | "prefix_bloom" | "gc" => {
+                "level_scale" if out.level_target_scale.is_none() => {
+                    let n: u64 = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=1024).contains(n))
+                        .ok_or_else(|| bad(format!("level_scale={value:?} is not 1..=1024")))?;
+                    out.level_target_scale = Some(n);
+                }
+                "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -149,6 +159,9 @@ impl ScreeDbSpec {
         }
         if let Some(percent) = self.gc_garbage_percent {
             out.push_str(&format!(":gc={percent}"));
+        }
+        if let Some(n) = self.level_target_scale {
+            out.push_str(&format!(":level_scale={n}"));
         }
         out
     }
@@ -248,6 +261,9 @@ impl EngineKind {
                 if let Some(percent) = spec.gc_garbage_percent {
                     config.gc_garbage_percent = Some(percent);
                 }
+                if let Some(n) = spec.level_target_scale {
+                    config.flsm_level_target_scale = Some(n);
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -324,6 +340,7 @@ mod tests {
                 compaction_factor_percent: None,
                 prefix_bloom_len: None,
                 gc_garbage_percent: None,
+                level_target_scale: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");
@@ -334,6 +351,9 @@ mod tests {
         assert_eq!(t.label(), "screedb:layout=trie:gc=35");
         assert!(EngineKind::parse("screedb:layout=trie:gc=0").is_err());
         assert!(EngineKind::parse("screedb:layout=trie:gc=101").is_err());
+        let f = EngineKind::parse("screedb:level_scale=1").unwrap();
+        assert_eq!(f.label(), "screedb:level_scale=1");
+        assert!(EngineKind::parse("screedb:level_scale=0").is_err());
         assert_eq!(EngineKind::parse("screedb").unwrap().label(), "screedb");
         assert_eq!(
             EngineKind::parse("screedb:layout=flsm").unwrap().label(),

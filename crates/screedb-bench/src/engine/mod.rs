@@ -83,6 +83,8 @@ pub struct EngineConfig {
     pub prefix_bloom_len: usize,
     /// The trie's `gc_garbage_percent` (`None`: the layout's default); other layouts ignore it.
     pub gc_garbage_percent: Option<u32>,
+    /// FLSM's `level_target_scale` (`None`: the layout's default); other layouts ignore it.
+    pub flsm_level_target_scale: Option<u64>,
 }
 
 impl EngineConfig {
@@ -106,6 +108,7 @@ impl EngineConfig {
             cache_index_and_filter_blocks: false,
             prefix_bloom_len: 0,
             gc_garbage_percent: None,
+            flsm_level_target_scale: None,
         }
     }
 }

@@ -50,6 +50,11 @@ impl ScreeDbEngine {
         {
             trie.gc_garbage_percent = percent;
         }
+        if let (Some(scale), Some(flsm)) =
+            (config.flsm_level_target_scale, options.layout.flsm_mut())
+        {
+            flsm.level_target_scale = scale;
+        }
         if let Some(mmap) = config.mmap_reads {
             options.mmap_reads = mmap;
         }

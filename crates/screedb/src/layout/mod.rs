@@ -101,6 +101,12 @@ impl Layout {
         }
     }
 
+    /// How many times the leveled level targets this layout's levels >= 1 hold (FLSM's
+    /// `level_target_scale`; 1 for every other layout).
+    pub fn level_target_scale(&self) -> u64 {
+        self.flsm().map_or(1, |f| f.level_target_scale)
+    }
+
     /// The name used in options, the CLI and error messages: `leveled`, `flsm`, `trie` or `jungle`.
     pub fn name(&self) -> &'static str {
         self.kind().name()

@@ -36,6 +36,14 @@ pub struct FlsmOptions {
     /// Default: 4. PebblesDB: `max_sstables_per_guard` (default 2, where a guard reaching it
     /// was compacted down; its fragments were single tables).
     pub max_sstables_per_guard: usize,
+    /// Levels >= 1 target this many times the leveled sizes (`max_bytes_for_level_base *
+    /// level_size_multiplier^(n-1)`). A leveled level 1 stays small because every level-0
+    /// compaction rewrites what it overlaps there; FLSM appends a fragment to a guard instead,
+    /// so a larger level 1 costs no rewrite and each guard later pushed down carries more bytes
+    /// per child guard. Default: 4 (level 1 targets 1 GiB with the 256 MiB base; tried 1, 2, 4
+    /// and 8 against write amplification at 100M and 200M keys, docs/flsm.md). RocksDB: none
+    /// (its `max_bytes_for_level_base` is the leveled target).
+    pub level_target_scale: u64,
     /// How guards are chosen. Default: `Adaptive { target_guard_bytes: 0 }`.
     /// PebblesDB: `Fixed { top_level_bits: 27, bit_decrement: 2 }`.
     pub guard_bits: GuardBits,
@@ -77,6 +85,7 @@ impl FlsmOptions {
     /// The defaults, as a constant.
     pub const DEFAULT: FlsmOptions = FlsmOptions {
         max_sstables_per_guard: 4,
+        level_target_scale: 4,
         guard_bits: GuardBits::Adaptive {
             target_guard_bytes: 0,
         },
@@ -92,6 +101,10 @@ impl FlsmOptions {
         check(
             (1..=1024).contains(&self.max_sstables_per_guard),
             "flsm.max_sstables_per_guard must be between 1 and 1024",
+        )?;
+        check(
+            (1..=1024).contains(&self.level_target_scale),
+            "flsm.level_target_scale must be between 1 and 1024",
         )?;
         check(
             self.aggressive_compaction_percent <= 100,

@@ -11,6 +11,8 @@ fn options(max_per_guard: usize) -> Options {
         max_bytes_for_level_base: 1000,
         layout: crate::options::Layout::Flsm(FlsmOptions {
             max_sstables_per_guard: max_per_guard,
+            // Level 1 targets exactly `max_bytes_for_level_base` in these versions.
+            level_target_scale: 1,
             ..FlsmOptions::default()
         }),
         ..Options::default()

@@ -172,6 +172,7 @@ mod tests {
         Options {
             l0_compaction_trigger: 2,
             max_bytes_for_level_base: 1000,
+            layout: crate::options::Layout::Leveled,
             ..Options::default()
         }
     }
