@@ -40,9 +40,9 @@ pub struct FlsmOptions {
     /// level_size_multiplier^(n-1)`). A leveled level 1 stays small because every level-0
     /// compaction rewrites what it overlaps there; FLSM appends a fragment to a guard instead,
     /// so a larger level 1 costs no rewrite and each guard later pushed down carries more bytes
-    /// per child guard. Default: 4 (level 1 targets 1 GiB with the 256 MiB base; tried 1, 2, 4
-    /// and 8 against write amplification at 100M and 200M keys, docs/flsm.md). RocksDB: none
-    /// (its `max_bytes_for_level_base` is the leveled target).
+    /// per child guard. Default: 4 (level 1 targets 1 GiB with the 256 MiB base; 1, 2, 4 and 8
+    /// were tried on stores shaped like 100M and 200M keys, docs/flsm.md). RocksDB: none (its
+    /// `max_bytes_for_level_base` is the leveled target).
     pub level_target_scale: u64,
     /// How guards are chosen. Default: `Adaptive { target_guard_bytes: 0 }`.
     /// PebblesDB: `Fixed { top_level_bits: 27, bit_decrement: 2 }`.
