@@ -163,6 +163,14 @@ impl Block {
         }
     }
 
+    /// Points `iter` at this block, unpositioned, keeping its buffers: a table iterator moves
+    /// from block to block without allocating a key buffer for each.
+    pub fn reuse_iter(self: &Arc<Self>, iter: &mut BlockIter) {
+        iter.block = Arc::clone(self);
+        iter.err = None;
+        iter.invalidate();
+    }
+
     /// Every entry in order, decoded whole; for small meta blocks and verification.
     pub fn entries(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();

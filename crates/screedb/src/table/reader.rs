@@ -603,16 +603,22 @@ impl fmt::Debug for TableIterator {
 impl TableIterator {
     /// Loads the data block the index iterator points at (or clears it).
     fn init_data_block(&mut self) {
-        self.data = None;
         if !self.index.valid() {
+            self.data = None;
             return;
         }
         match self
             .table
             .data_block(self.index.value(), self.index.restart_index())
         {
-            Ok(b) => self.data = Some(b.iter(self.table.icmp.clone())),
-            Err(e) => self.err = Some(e),
+            Ok(b) => match &mut self.data {
+                Some(d) => b.reuse_iter(d),
+                None => self.data = Some(b.iter(self.table.icmp.clone())),
+            },
+            Err(e) => {
+                self.data = None;
+                self.err = Some(e);
+            }
         }
     }
 
