@@ -83,8 +83,9 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
 /// exactly the guard's bytes, and afterwards a read probes one fragment there. When level 0's
 /// count is the hottest (seeks positioned several of its tables), level 0 is compacted into
-/// level 1 as it would be at its trigger, within the same budget: a store that stopped taking
-/// writes otherwise keeps its level-0 tables, and every read pays for each of them.
+/// level 1 within the same budget, appending one run to each guard it reaches even where that
+/// guard is full: a store that stopped taking writes otherwise keeps its level-0 tables, and
+/// every read pays for each of them.
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
     let threshold = options_of(options).seek_compaction_threshold;
     if threshold == 0 || state.seek_budget_bytes == 0 {
@@ -99,6 +100,11 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
             }
             match Flsm::level0(version, options, state) {
                 Some(Choice::Merge(mut spec)) => {
+                    // Level 0's tables only: a level-1 guard already full gets one run more
+                    // instead of being rewritten (the next level-0 compaction that writes
+                    // drive merges it). Every level-0 table a read probes becomes one run, so
+                    // the reads gain as much, and the cost is level 0's bytes.
+                    spec.inputs.truncate(1);
                     let bytes = spec.inputs.iter().flat_map(|(_, f)| f).map(|f| f.file_size);
                     if fits(bytes.sum()) {
                         spec.seek = true;

@@ -406,6 +406,37 @@ fn seeks_that_pay_for_several_level0_tables_compact_level0_within_the_budget() {
 }
 
 #[test]
+fn level0_seek_compaction_appends_to_a_full_guard_and_pays_only_for_level0() {
+    let mut o = seek_options(1);
+    o.l0_compaction_trigger = 4;
+    o.layout.flsm_mut().unwrap().max_sstables_per_guard = 2;
+    // Level 1's first guard (up to "m") is two runs deep over [b, k]: full.
+    let v = version(
+        GUARDS,
+        vec![
+            (0, file(20, "a", "l", 40)),
+            (0, file(21, "b", "k", 40)),
+            (1, file(3, "b", "k", 400)),
+            (1, file(4, "c", "j", 400)),
+        ],
+    );
+    assert!(v.record_seek(b"c", 1).crossed);
+    // A write-driven level-0 compaction would merge the full guard: 880 bytes. The seek
+    // compaction takes level 0 alone: 80 bytes + 1/8 slack = 90.
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(90)) else {
+        panic!("level 0 compaction within a budget of level 0's bytes")
+    };
+    assert!(spec.seek);
+    assert_eq!(spec.output_level, 1);
+    assert_eq!(spec.inputs.len(), 1, "level 1 is not rewritten: {spec:?}");
+    assert_eq!(numbers(&spec.inputs[0].1), vec![21, 20]);
+    assert!(matches!(
+        Flsm.choose(&v, &o, &budget(89)),
+        Choice::DoNothing
+    ));
+}
+
+#[test]
 fn seek_compaction_stays_within_its_budget() {
     let v = seek_version();
     let o = seek_options(1);
