@@ -17,6 +17,7 @@ mod read;
 mod snapshot;
 mod stats;
 mod write;
+mod write_queue;
 mod write_rate;
 
 use std::collections::VecDeque;
@@ -52,7 +53,7 @@ use crate::wal::LogWriter;
 use crate::write_batch::WriteBatch;
 use snapshot::SnapshotList;
 use stats::Counters;
-use write::Writer;
+use write_queue::Writer;
 
 /// What readers pin: the memtables and the version, replaced as a whole on every change.
 pub(crate) struct SuperVersion {

@@ -9,9 +9,10 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::write_queue::Writer;
 use super::write_rate::{Debt, Triggers};
 use super::{DbInner, DbState, Immutable, OldWal, stats::Counters};
 use crate::error::{Error, Result};
@@ -20,7 +21,7 @@ use crate::fs::Fs;
 use crate::key::{SequenceNumber, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{Memory, Options};
-use crate::sync::{lock, wait, wait_timeout};
+use crate::sync::{lock, wait_timeout};
 use crate::wal::LogWriter;
 use crate::write_batch::{BatchOp, WriteBatch};
 use std::sync::MutexGuard;
@@ -28,32 +29,16 @@ use std::sync::MutexGuard;
 /// Largest group the leader builds (bytes of batch encoding).
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-/// A writer waiting in the queue.
-pub(super) struct Writer {
-    batch: Mutex<Option<WriteBatch>>,
-    sync: bool,
-    done: Mutex<Option<Result<()>>>,
-    cv: Condvar,
-}
-
 pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
     inner.check_open()?;
-    let writer = Arc::new(Writer {
-        batch: Mutex::new(Some(batch)),
-        sync,
-        done: Mutex::new(None),
-        cv: Condvar::new(),
-    });
+    let writer = Arc::new(Writer::new(Some(batch), sync));
     let mut st = lock(&inner.state);
     st.writers.push_back(Arc::clone(&writer));
-    loop {
-        if let Some(result) = lock(&writer.done).take() {
-            return result;
-        }
-        if st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
-            break;
-        }
-        st = wait(&writer.cv, st);
+    st = writer.wait_until(&inner.state, st, |st| {
+        lock(&writer.done).is_some() || is_front(st, &writer)
+    });
+    if let Some(result) = lock(&writer.done).take() {
+        return result;
     }
 
     // Leader.
@@ -65,13 +50,18 @@ pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
             && !Arc::ptr_eq(&w, &writer)
         {
             *lock(&w.done) = Some(result.clone());
-            w.cv.notify_one();
+            w.wake();
         }
     }
     if let Some(next) = st.writers.front() {
-        next.cv.notify_one();
+        next.wake();
     }
     result
+}
+
+/// True when `writer` is at the front of the queue (the leader).
+fn is_front(st: &DbState, writer: &Arc<Writer>) -> bool {
+    st.writers.front().is_some_and(|w| Arc::ptr_eq(w, writer))
 }
 
 /// Switches the memtable (if it is not empty) as the leader of the writer queue, and returns the
@@ -79,21 +69,14 @@ pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()
 /// appending to it outside the mutex, and would put the old WAL back afterwards.
 pub(super) fn switch_memtable_as_leader(inner: &DbInner) -> (Result<()>, MutexGuard<'_, DbState>) {
     // A writer without a batch: write groups stop in front of it, so it leads alone.
-    let writer = Arc::new(Writer {
-        batch: Mutex::new(None),
-        sync: false,
-        done: Mutex::new(None),
-        cv: Condvar::new(),
-    });
+    let writer = Arc::new(Writer::new(None, false));
     let mut st = lock(&inner.state);
     st.writers.push_back(Arc::clone(&writer));
-    while !st.writers.front().is_some_and(|w| Arc::ptr_eq(w, &writer)) {
-        st = wait(&writer.cv, st);
-    }
+    st = writer.wait_until(&inner.state, st, |st| is_front(st, &writer));
     let (result, mut st) = make_room_for_write(inner, st, true);
     st.writers.pop_front();
     if let Some(next) = st.writers.front() {
-        next.cv.notify_one();
+        next.wake();
     }
     (result, st)
 }
