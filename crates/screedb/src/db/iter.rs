@@ -157,8 +157,10 @@ impl DbIterator {
                 self.inner.seek_to_first();
             }
         } else {
-            let current = key::user_key(self.inner.key()).to_vec();
-            self.saved_key = current;
+            // Into the buffer it already has: a step allocates nothing.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
             self.inner.next();
         }
         self.find_next_user_entry(true);
@@ -170,7 +172,9 @@ impl DbIterator {
             return;
         }
         if self.direction == Direction::Forward {
-            self.saved_key = key::user_key(self.inner.key()).to_vec();
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
             loop {
                 self.inner.prev();
                 if !self.inner.valid() {
