@@ -65,7 +65,18 @@ fn get_varint32_long(src: &[u8]) -> Option<(u32, usize)> {
 }
 
 /// Decodes a varint64 from the start of `src`; returns the value and the bytes consumed.
+/// The memtable decodes an entry's key length at every comparison of a search: a one-byte
+/// varint is decided before the loop.
+#[inline]
 pub fn get_varint64(src: &[u8]) -> Option<(u64, usize)> {
+    match src.first() {
+        Some(&b) if b < 0x80 => Some((u64::from(b), 1)),
+        _ => get_varint64_long(src),
+    }
+}
+
+/// [`get_varint64`] past its first byte.
+fn get_varint64_long(src: &[u8]) -> Option<(u64, usize)> {
     let mut result = 0u64;
     for (i, &byte) in src.iter().enumerate().take(10) {
         let shift = 7 * i as u32;

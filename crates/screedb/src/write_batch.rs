@@ -69,6 +69,8 @@ impl WriteBatch {
     /// Adds a put of `key` -> `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
+        // Tag and two length prefixes of at most 5 bytes: one allocation, not one per growth.
+        self.rep.reserve(11 + key.len() + value.len());
         self.set_count(self.count() + 1);
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);
