@@ -34,6 +34,14 @@ while [ $# -gt 0 ]; do
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
+# Every count is a whole number >= 1 (0 rounds printed empty medians).
+for pair in "--requests:$REQUESTS" "--rounds:$ROUNDS" "--ycsb-records:$YCSB_RECORDS" \
+    "--ycsb-ops:$YCSB_OPS"; do
+    if ! [[ "${pair#*:}" =~ ^[1-9][0-9]*$ ]]; then
+        echo "${pair%%:*} must be a whole number >= 1, not '${pair#*:}'" >&2
+        exit 2
+    fi
+done
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 REDIS_PORT=7380
