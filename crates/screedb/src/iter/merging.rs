@@ -5,6 +5,12 @@
 //! comparisons. The order is total: entries with equal internal keys from different children are
 //! all yielded, the lower child index first going forward (and so last going backward).
 //!
+//! Each child's current key is copied into a buffer of the merging iterator when the child
+//! moves, and the heap compares the copies: a comparison then reads two contiguous buffers
+//! instead of calling down through each child's layers (a table iterator under a
+//! concatenating one) twice. A full scan over seven children spent a quarter of its time in
+//! those calls and the heap's comparisons.
+//!
 //! Direction switches follow LevelDB's `merger.cc`: every child other than the current one is
 //! repositioned relative to the current key, so that the heap again holds each child's next entry
 //! in the new direction.
@@ -28,6 +34,8 @@ pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     /// Indices of the valid children; `heap[0]` is the current child.
     heap: Vec<usize>,
+    /// Per child, its current key as of its last move (meaningful for the children in `heap`).
+    keys: Vec<Vec<u8>>,
     direction: Direction,
     /// True when a child stopped with an error since the last full repositioning.
     failed: bool,
@@ -50,6 +58,7 @@ impl MergingIterator {
         MergingIterator {
             icmp,
             heap: Vec::with_capacity(children.len()),
+            keys: vec![Vec::new(); children.len()],
             children,
             direction: Direction::Forward,
             failed: false,
@@ -60,12 +69,19 @@ impl MergingIterator {
     fn before(&self, a: usize, b: usize) -> bool {
         let ord = self
             .icmp
-            .compare(self.children[a].key(), self.children[b].key())
+            .compare(&self.keys[a], &self.keys[b])
             .then(a.cmp(&b));
         match self.direction {
             Direction::Forward => ord == Ordering::Less,
             Direction::Backward => ord == Ordering::Greater,
         }
+    }
+
+    /// Copies child `i`'s current key into its buffer (after the child moved).
+    fn load_key(&mut self, i: usize) {
+        let key = &mut self.keys[i];
+        key.clear();
+        key.extend_from_slice(self.children[i].key());
     }
 
     fn sift_down(&mut self, mut pos: usize) {
@@ -93,10 +109,11 @@ impl MergingIterator {
         self.direction = direction;
         self.heap.clear();
         self.failed = false;
-        for (i, child) in self.children.iter().enumerate() {
-            if child.valid() {
+        for i in 0..self.children.len() {
+            if self.children[i].valid() {
                 self.heap.push(i);
-            } else if child.status().is_err() {
+                self.load_key(i);
+            } else if self.children[i].status().is_err() {
                 self.failed = true;
             }
         }
@@ -123,7 +140,9 @@ impl MergingIterator {
         let Some(&top) = self.heap.first() else {
             return;
         };
-        if !self.children[top].valid() {
+        if self.children[top].valid() {
+            self.load_key(top);
+        } else {
             if self.children[top].status().is_err() {
                 self.failed = true;
             }
