@@ -456,6 +456,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         gc_garbage_percent: None,
         // So is FLSM's level target scale (`screedb:level_scale=N`).
         flsm_level_target_scale: None,
+        background_nice: 0,
     };
     let temp;
     let (dir, dir_label) = match &args.db {

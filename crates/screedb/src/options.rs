@@ -201,6 +201,14 @@ pub struct Options {
     /// Background threads for flushes and compactions. Default: 2.
     /// RocksDB: `max_background_jobs`.
     pub max_background_jobs: usize,
+    /// How much lower than the opening thread's the CPU priority of the background threads is:
+    /// the nice value added to theirs (flushes, compactions and their helpers, FloDB's drain),
+    /// 0..=19. When the cores are oversubscribed, reads and writes then run before background
+    /// work, which a growing level 0 still paces through write stalls: a lower read tail while
+    /// writing, for fewer writes per second (docs/design.md, "Background threads"). Linux only;
+    /// elsewhere it is accepted and has no effect. Default: 0 (the same priority).
+    /// RocksDB: `Env::LowerThreadPoolCPUPriority`.
+    pub background_nice: i32,
     /// Bytes of pending compaction at which writes are delayed. Default: 64 GiB.
     /// RocksDB: `soft_pending_compaction_bytes_limit`.
     pub soft_pending_compaction_bytes: u64,
@@ -259,6 +267,7 @@ impl Default for Options {
             num_levels: 7,
             target_file_size: 64 << 20,
             max_background_jobs: 2,
+            background_nice: 0,
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             delayed_write_rate: 16 << 20,
@@ -306,6 +315,7 @@ impl fmt::Debug for Options {
             .field("num_levels", &self.num_levels)
             .field("target_file_size", &self.target_file_size)
             .field("max_background_jobs", &self.max_background_jobs)
+            .field("background_nice", &self.background_nice)
             .field("delayed_write_rate", &self.delayed_write_rate)
             .field("info_log", &self.info_log)
             .finish_non_exhaustive()
@@ -414,6 +424,10 @@ impl Options {
         check(
             (1..=64).contains(&self.max_background_jobs),
             "max_background_jobs must be between 1 and 64",
+        )?;
+        check(
+            (0..=19).contains(&self.background_nice),
+            "background_nice must be between 0 and 19",
         )?;
         check(
             self.hard_pending_compaction_bytes >= self.soft_pending_compaction_bytes,

@@ -119,6 +119,14 @@ fn bad_options_name_the_option() {
     };
     let err = Db::open(dir.path(), opts).unwrap_err();
     assert!(err.to_string().contains("max_write_buffers"), "{err}");
+    for nice in [-1, 20] {
+        let opts = Options {
+            background_nice: nice,
+            ..create()
+        };
+        let err = Db::open(dir.path(), opts).unwrap_err();
+        assert!(err.to_string().contains("background_nice"), "{err}");
+    }
 }
 
 #[test]

@@ -68,6 +68,8 @@ pub struct ScreeDbSpec {
     pub gc_garbage_percent: Option<u32>,
     /// `level_scale=N`: FLSM's `level_target_scale`.
     pub level_target_scale: Option<u64>,
+    /// `nice=N`: `Options::background_nice`.
+    pub background_nice: Option<i32>,
 }
 
 impl ScreeDbSpec {
@@ -82,7 +84,7 @@ impl ScreeDbSpec {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
                  layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle), \
-                 gc=PERCENT (trie), level_scale=N (FLSM) and prefix_bloom=N"
+                 gc=PERCENT (trie), level_scale=N (FLSM), prefix_bloom=N and nice=0..19"
             ))
         };
         for option in spec.split(':') {
@@ -130,7 +132,15 @@ impl ScreeDbSpec {
                         .ok_or_else(|| bad(format!("level_scale={value:?} is not 1..=1024")))?;
                     out.level_target_scale = Some(n);
                 }
-                "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" => {
+                "nice" if out.background_nice.is_none() => {
+                    let n: i32 = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (0..=19).contains(n))
+                        .ok_or_else(|| bad(format!("nice={value:?} is not 0..=19")))?;
+                    out.background_nice = Some(n);
+                }
+                "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" | "nice" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -162,6 +172,9 @@ impl ScreeDbSpec {
         }
         if let Some(n) = self.level_target_scale {
             out.push_str(&format!(":level_scale={n}"));
+        }
+        if let Some(n) = self.background_nice {
+            out.push_str(&format!(":nice={n}"));
         }
         out
     }
@@ -264,6 +277,9 @@ impl EngineKind {
                 if let Some(n) = spec.level_target_scale {
                     config.flsm_level_target_scale = Some(n);
                 }
+                if let Some(n) = spec.background_nice {
+                    config.background_nice = n;
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -341,6 +357,7 @@ mod tests {
                 prefix_bloom_len: None,
                 gc_garbage_percent: None,
                 level_target_scale: None,
+                background_nice: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");
@@ -354,6 +371,10 @@ mod tests {
         let f = EngineKind::parse("screedb:level_scale=1").unwrap();
         assert_eq!(f.label(), "screedb:level_scale=1");
         assert!(EngineKind::parse("screedb:level_scale=0").is_err());
+        let n = EngineKind::parse("screedb:layout=trie:nice=19").unwrap();
+        assert_eq!(n.label(), "screedb:layout=trie:nice=19");
+        assert!(EngineKind::parse("screedb:nice=20").is_err());
+        assert!(EngineKind::parse("screedb:nice=-1").is_err());
         assert_eq!(EngineKind::parse("screedb").unwrap().label(), "screedb");
         assert_eq!(
             EngineKind::parse("screedb:layout=flsm").unwrap().label(),

@@ -85,6 +85,8 @@ pub struct EngineConfig {
     pub gc_garbage_percent: Option<u32>,
     /// FLSM's `level_target_scale` (`None`: the layout's default); other layouts ignore it.
     pub flsm_level_target_scale: Option<u64>,
+    /// ScreeDB's `background_nice` (0: background threads at the opener's priority).
+    pub background_nice: i32,
 }
 
 impl EngineConfig {
@@ -109,6 +111,7 @@ impl EngineConfig {
             prefix_bloom_len: 0,
             gc_garbage_percent: None,
             flsm_level_target_scale: None,
+            background_nice: 0,
         }
     }
 }

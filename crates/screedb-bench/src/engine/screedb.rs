@@ -55,6 +55,7 @@ impl ScreeDbEngine {
         {
             flsm.level_target_scale = scale;
         }
+        options.background_nice = config.background_nice;
         if let Some(mmap) = config.mmap_reads {
             options.mmap_reads = mmap;
         }

@@ -16,6 +16,7 @@ mod open;
 mod read;
 mod snapshot;
 mod stats;
+mod thread_priority;
 mod write;
 mod write_queue;
 mod write_rate;
@@ -176,6 +177,18 @@ impl std::fmt::Debug for Db {
     }
 }
 
+/// Lowers the calling background thread's CPU priority by `Options::background_nice`; a
+/// failure only costs the priority, so it is logged and the thread goes on.
+fn lower_priority(inner: &DbInner) {
+    let by = inner.options.background_nice;
+    if let Err(e) = thread_priority::lower_this_thread(by) {
+        info!(
+            inner.info_log,
+            "could not lower the background thread's priority by {by}: {e}"
+        );
+    }
+}
+
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
@@ -185,7 +198,10 @@ impl Db {
             let worker = Arc::clone(&inner);
             let handle = std::thread::Builder::new()
                 .name(format!("screedb-bg-{i}"))
-                .spawn(move || background::run(&worker))
+                .spawn(move || {
+                    lower_priority(&worker);
+                    background::run(&worker)
+                })
                 .map_err(|e| Error::io("spawn background thread", &inner.dir, e))?;
             threads.push(handle);
         }
@@ -193,7 +209,10 @@ impl Db {
             let worker = Arc::clone(&inner);
             let handle = std::thread::Builder::new()
                 .name("screedb-drain".to_string())
-                .spawn(move || drain::run(&worker))
+                .spawn(move || {
+                    lower_priority(&worker);
+                    drain::run(&worker)
+                })
                 .map_err(|e| Error::io("spawn drain thread", &inner.dir, e))?;
             threads.push(handle);
         }
