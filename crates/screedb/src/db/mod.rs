@@ -544,6 +544,7 @@ impl Db {
                 Memory::Skiplist => "skiplist".to_string(),
                 Memory::Flodb => {
                     let buffered: usize = sv.memtables().map(|m| m.buffered_len()).sum();
+                    let admitted: usize = sv.memtables().map(|m| m.membuffer_admitted()).sum();
                     let paused: u64 = sv.memtables().map(|m| m.membuffer_paused_puts()).sum();
                     let hoods = if sv.mem.membuffer_by_range() {
                         "key range"
@@ -551,7 +552,7 @@ impl Db {
                         "hash"
                     };
                     format!(
-                        "flodb, {buffered} entries in membuffers, \
+                        "flodb, {buffered} entries in membuffers, {admitted} admitted to them, \
                          {paused} puts past them while scans paused them, \
                          live neighbourhoods by {hoods}"
                     )

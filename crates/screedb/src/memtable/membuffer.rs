@@ -239,6 +239,12 @@ impl Membuffer {
         Self::held(&self.added.len, &self.removed.len)
     }
 
+    /// Entries the writer's puts have added since the buffer was made, net of the versions
+    /// they replaced in place: unlike [`Self::len`], drains do not lower it.
+    pub(crate) fn admitted(&self) -> usize {
+        self.added.len.load(Ordering::Acquire)
+    }
+
     /// True if no entry is buffered. Acquire, pairing with the Release updates of drains and
     /// of puts whose new version did not fit: a caller that sees the buffer empty also sees the
     /// skiplist inserts that emptied it.

@@ -426,6 +426,12 @@ impl MemTable {
         self.buffer.as_ref().map_or(0, Membuffer::len)
     }
 
+    /// Entries puts have added to the membuffer since the memtable was made (net of versions
+    /// replaced in place; drains do not lower it).
+    pub fn membuffer_admitted(&self) -> usize {
+        self.buffer.as_ref().map_or(0, Membuffer::admitted)
+    }
+
     /// Inserts one entry. Safe to call from several threads (serialized internally).
     ///
     /// REQUIRES: `seq <= MAX_SEQUENCE` and no entry with the same `(user_key, seq, kind)` was
