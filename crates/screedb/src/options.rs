@@ -201,12 +201,13 @@ pub struct Options {
     /// Background threads for flushes and compactions. Default: 2.
     /// RocksDB: `max_background_jobs`.
     pub max_background_jobs: usize,
-    /// How much lower than the opening thread's the CPU priority of the background threads is:
-    /// the nice value added to theirs (flushes, compactions and their helpers, FloDB's drain),
-    /// 0..=19. When the cores are oversubscribed, reads and writes then run before background
-    /// work, which a growing level 0 still paces through write stalls: a lower read tail while
-    /// writing, for fewer writes per second (docs/design.md, "Background threads"). Linux only;
-    /// elsewhere it is accepted and has no effect. Default: 0 (the same priority).
+    /// The nice value, 0..=19, that the database's background threads (flushes, compactions
+    /// and their helpers, FloDB's drain) add to the one they start with: they then run at a
+    /// lower CPU priority than the application's threads. When the cores are oversubscribed,
+    /// reads and writes run before background work, which a growing level 0 still paces
+    /// through write stalls: a lower read tail while writing, for fewer writes per second
+    /// (docs/design.md, "Background work and compaction"). Linux only; elsewhere it is
+    /// accepted and has no effect. Default: 0 (the same priority).
     /// RocksDB: `Env::LowerThreadPoolCPUPriority`.
     pub background_nice: i32,
     /// Bytes of pending compaction at which writes are delayed. Default: 64 GiB.
