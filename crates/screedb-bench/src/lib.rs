@@ -145,6 +145,11 @@ pub struct BenchArgs {
     /// more). Default: the engine's (256 MiB). Other engines ignore it.
     #[arg(long)]
     pub max_bytes_for_level_base: Option<u64>,
+    /// Level-0 tables that start a compaction into level 1 (ScreeDB's `l0_compaction_trigger`,
+    /// RocksDB's `level0_file_num_compaction_trigger`). Default: the engine's (4). LevelDB's is
+    /// fixed at 4 and fjall has none: they ignore it.
+    #[arg(long)]
+    pub level0_file_num_compaction_trigger: Option<usize>,
     /// Jungle's compaction factor C (a tree is rewritten once its file passes C times its live
     /// bytes). Default: the layout's (3). Overridden by an engine spec's `c=`.
     #[arg(long)]
@@ -422,6 +427,11 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
             args.mmap_reads
                 .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
         ),
+        (
+            "level0_file_num_compaction_trigger",
+            args.level0_file_num_compaction_trigger
+                .map_or_else(|| "the engine's default".into(), |n| n.to_string()),
+        ),
         ("seed", args.seed.to_string()),
         ("db", dir.to_string()),
     ]
@@ -445,6 +455,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         memory: args.memory,
         target_file_size: args.target_file_size,
         max_bytes_for_level_base: args.max_bytes_for_level_base,
+        l0_compaction_trigger: args.level0_file_num_compaction_trigger,
         compaction_factor: args.compaction_factor,
         create_if_missing: !args.use_existing_db,
         jungle_node_bytes: args.jungle_node_bytes,
@@ -595,8 +606,10 @@ mod tests {
             "--distribution=zipfian",
             "--settle=false",
             "--engine=leveldb-c:/tmp/x.so",
+            "--level0_file_num_compaction_trigger=8",
         ])
         .unwrap();
+        assert_eq!(a.level0_file_num_compaction_trigger, Some(8));
         assert_eq!(a.num, 10);
         assert_eq!(a.benchmarks, ["fillrandom", "readrandom"]);
         assert_eq!(a.key_size, 8);

@@ -65,6 +65,9 @@ pub struct EngineConfig {
     pub target_file_size: Option<u64>,
     /// ScreeDB's level-1 size target (`None`: the engine's default); the peers ignore it.
     pub max_bytes_for_level_base: Option<u64>,
+    /// Level-0 tables that start a compaction (`None`: the engine's default); ScreeDB and
+    /// RocksDB only.
+    pub l0_compaction_trigger: Option<usize>,
     /// Jungle's compaction factor C (`None`: the layout's default); other layouts ignore it.
     pub compaction_factor: Option<f64>,
     /// Create the database if the directory holds none (false under `--use_existing_db`, as
@@ -102,6 +105,7 @@ impl EngineConfig {
             memory: None,
             target_file_size: None,
             max_bytes_for_level_base: None,
+            l0_compaction_trigger: None,
             compaction_factor: None,
             create_if_missing: true,
             jungle_node_bytes: None,

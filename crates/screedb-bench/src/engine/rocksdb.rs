@@ -88,6 +88,9 @@ impl RocksDbEngine {
         if let Some(bytes) = config.max_bytes_for_level_base {
             opts.set_max_bytes_for_level_base(bytes);
         }
+        if let Some(n) = config.l0_compaction_trigger {
+            opts.set_level_zero_file_num_compaction_trigger(i32::try_from(n).unwrap_or(i32::MAX));
+        }
         opts.set_max_background_jobs(2);
         opts.set_compression_type(match config.compression {
             Compression::None => DBCompressionType::None,

@@ -30,6 +30,9 @@ impl ScreeDbEngine {
         if let Some(bytes) = config.max_bytes_for_level_base {
             options.max_bytes_for_level_base = bytes;
         }
+        if let Some(n) = config.l0_compaction_trigger {
+            options.l0_compaction_trigger = n;
+        }
         if let (Some(c), ::screedb::Layout::Jungle(jungle)) =
             (config.compaction_factor, &mut options.layout)
         {
