@@ -29,7 +29,7 @@ const QUIET_ROUNDS: u32 = 100;
 /// Body of the drain thread; returns at shutdown.
 pub(super) fn run(inner: &DbInner) {
     let mut cursor = 0;
-    let mut quiet = 0;
+    let mut quiet: u32 = 0;
     let mut last_seq = inner.visible_sequence.load(Ordering::Acquire);
     while !inner.shutting_down.load(Ordering::Acquire) {
         let mem = std::sync::Arc::clone(&inner.super_version.load().mem);
@@ -38,7 +38,11 @@ pub(super) fn run(inner: &DbInner) {
         }
         if mem.drain_some(&mut cursor) == 0 {
             let seq = inner.visible_sequence.load(Ordering::Acquire);
-            quiet = if seq == last_seq { quiet + 1 } else { 0 };
+            quiet = if seq == last_seq {
+                quiet.saturating_add(1)
+            } else {
+                0
+            };
             last_seq = seq;
             if quiet >= QUIET_ROUNDS && mem.buffered_len() > 0 {
                 mem.drain(crate::key::MAX_SEQUENCE);
