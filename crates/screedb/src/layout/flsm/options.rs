@@ -32,7 +32,8 @@ pub struct FlsmOptions {
     /// Most fragments (sorted runs, each possibly cut into several tables) a guard holds at
     /// one key. A compaction appends a fragment to a guard of the next level; when the guard's
     /// tables overlapping the incoming range are already this deep (this many of them hold one
-    /// key), they are merged with the incoming data instead (so `1` gives leveled LSM).
+    /// key), they are merged with the incoming data instead (so `1` gives leveled LSM), except
+    /// above the deepest level holding data, where the full guard is first compacted down.
     /// Default: 4. PebblesDB: `max_sstables_per_guard` (default 2, where a guard reaching it
     /// was compacted down; its fragments were single tables).
     pub max_sstables_per_guard: usize,

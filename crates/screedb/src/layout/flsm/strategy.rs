@@ -12,6 +12,9 @@
 //!   key, not tables), in which case those are merged with the incoming data (so
 //!   `max_sstables_per_guard = 1` is leveled compaction, and the last level, which nothing
 //!   drains, rewrites a guard whenever it is full);
+//! - a full child guard above the deepest level holding data is first compacted into its own
+//!   next level (PebblesDB's rule, recursively), so the incoming merge appends to it instead
+//!   of rewriting it in place (except with `max_sstables_per_guard = 1`, leveled);
 //! - second-to-last level: a guard is merged in place instead when the full last-level fragments
 //!   would cost more than `second_last_rewrite_ratio` times its own bytes;
 //! - trivial moves: a fragment that overlaps nothing else in its guard, fits inside one guard of
@@ -327,6 +330,14 @@ impl Flsm {
         }
         let next = level + 1;
         let children = full_children(version, options, next, &smallest, &largest);
+        // With one run per guard (`max_sstables_per_guard = 1`, leveled) every non-empty guard
+        // is full, and pushing it down would only cascade data to the deepest level.
+        if !children.is_empty()
+            && options_of(options).max_sstables_per_guard > 1
+            && next < deepest_level(version)
+        {
+            return Self::push_down(version, options, state, next, &children);
+        }
         if children
             .iter()
             .any(|f| state.busy_files.contains(&f.number))
@@ -365,6 +376,38 @@ impl Flsm {
         }
         Some(Choice::Merge(spec))
     }
+}
+
+impl Flsm {
+    /// PebblesDB's rule for a full guard above the deepest level: it is compacted into the
+    /// next level (appended there, or recursively pushing full guards further down) before
+    /// the merge that met it appends to it. Merging it with the incoming data instead writes
+    /// its bytes once more at its own level, and they still go down later.
+    fn push_down(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        level: usize,
+        full: &[FileRef],
+    ) -> Option<Choice> {
+        let ucmp = version.icmp().user();
+        let committed = version.guards(level);
+        let index =
+            |f: &FileRef| guards::guard_index(ucmp.as_ref(), committed, f.smallest_user_key());
+        by_guard(version, level)
+            .into_iter()
+            .filter(|(g, _)| full.iter().any(|f| index(f) == *g))
+            .filter(|(_, frags)| !frags.iter().any(|f| state.busy_files.contains(&f.number)))
+            .find_map(|(_, frags)| Self::merge_into_next(version, options, state, level, frags))
+    }
+}
+
+/// The deepest level holding a table (0 for an empty store).
+fn deepest_level(version: &Version) -> usize {
+    (1..version.num_levels())
+        .rev()
+        .find(|&level| !version.files(level).is_empty())
+        .unwrap_or(0)
 }
 
 impl CompactionStrategy for Flsm {

@@ -76,6 +76,41 @@ fn a_full_child_guard_is_merged_and_max1_is_leveled() {
 }
 
 #[test]
+fn a_full_guard_above_the_deepest_level_is_pushed_down_first() {
+    let files = vec![
+        (0, file(10, "a", "c", 10)),
+        (0, file(11, "b", "d", 10)),
+        (1, file(3, "a", "b", 10)),
+        (1, file(4, "b", "e", 10)),
+        (1, file(5, "n", "p", 10)),
+        (2, file(6, "g", "h", 10)),
+    ];
+    let v = version(GUARDS, files);
+    // Level 1's sentinel guard is full (depth 2) and level 2 holds data: the guard goes down
+    // whole into level 2 (PebblesDB's rule) instead of being merged with level 0 in place.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.output_level, 2, "{spec:?}");
+    assert_eq!(spec.inputs.len(), 1, "level 2's guard has room: {spec:?}");
+    assert_eq!(spec.inputs[0].0, 1);
+    assert_eq!(numbers(&spec.inputs[0].1), vec![3, 4]);
+    // While that guard is being pushed down, level 0 waits rather than rewriting it.
+    let mut state = State::default();
+    state.busy_files.extend([3, 4]);
+    state.busy_ranges.push((2, b"a".to_vec(), b"e".to_vec()));
+    if let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &state) {
+        assert!(spec.inputs.iter().all(|(level, _)| *level != 0), "{spec:?}");
+    }
+    // One run per guard is leveled compaction: level 0 merges with what it overlaps.
+    let Choice::Merge(spec) = Flsm.choose(&v, &options(1), &State::default()) else {
+        panic!("merge")
+    };
+    assert_eq!(spec.output_level, 1);
+    assert_eq!(numbers(&spec.inputs[1].1), vec![3, 4]);
+}
+
+#[test]
 fn a_guard_is_full_by_its_depth_not_its_table_count() {
     // Level 1's sentinel guard holds one run cut into three tables, and a second run over
     // part of it: depth 2 at most.
