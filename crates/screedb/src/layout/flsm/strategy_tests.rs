@@ -1,7 +1,7 @@
 //! Unit tests of the FLSM strategy on hand-built versions (no files).
 use super::*;
 use crate::compaction::test_support::{GUARDS, empty_version, file, version};
-use crate::manifest::VersionEdit;
+use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::FlsmOptions;
 use crate::version::VersionBuilder;
 
@@ -47,16 +47,21 @@ fn level0_appends_fragments_without_rewriting_level1() {
     assert!(matches!(spec.output, OutputPlan::ByGuards { .. }));
 }
 
-#[test]
-fn a_full_child_guard_is_merged_and_max1_is_leveled() {
-    let files = vec![
+/// Two level-0 tables over [a, d]; level 1's sentinel guard holds tables 3 and 4, both holding
+/// "b" (two deep), and guard "m" table 5.
+fn level0_over_a_level1_guard_two_deep() -> Vec<(u32, FileMeta)> {
+    vec![
         (0, file(10, "a", "c", 10)),
         (0, file(11, "b", "d", 10)),
         (1, file(3, "a", "b", 10)),
         (1, file(4, "b", "e", 10)),
         (1, file(5, "n", "p", 10)),
-    ];
-    let v = version(GUARDS, files);
+    ]
+}
+
+#[test]
+fn a_full_child_guard_is_merged_and_max1_is_leveled() {
+    let v = version(GUARDS, level0_over_a_level1_guard_two_deep());
     // max 2: the sentinel guard of level 1 holds 2 fragments overlapping [a, d], both holding
     // "b" (depth 2): merged.
     let Choice::Merge(spec) = Flsm.choose(&v, &options(2), &State::default()) else {
@@ -77,14 +82,8 @@ fn a_full_child_guard_is_merged_and_max1_is_leveled() {
 
 #[test]
 fn a_full_guard_above_the_deepest_level_is_pushed_down_first() {
-    let files = vec![
-        (0, file(10, "a", "c", 10)),
-        (0, file(11, "b", "d", 10)),
-        (1, file(3, "a", "b", 10)),
-        (1, file(4, "b", "e", 10)),
-        (1, file(5, "n", "p", 10)),
-        (2, file(6, "g", "h", 10)),
-    ];
+    let mut files = level0_over_a_level1_guard_two_deep();
+    files.push((2, file(6, "g", "h", 10)));
     let v = version(GUARDS, files);
     // Level 1's sentinel guard is full (depth 2) and level 2 holds data: the guard goes down
     // whole into level 2 (PebblesDB's rule) instead of being merged with level 0 in place.
