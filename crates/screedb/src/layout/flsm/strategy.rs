@@ -106,7 +106,10 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
                     // Level 0's tables only: a level-1 guard already full gets one run more
                     // instead of being rewritten (the next level-0 compaction that writes
                     // drive merges it). Every level-0 table a read probes becomes one run, so
-                    // the reads gain as much, and the cost is level 0's bytes.
+                    // the reads gain as much, and the cost is level 0's bytes. When full
+                    // level-1 guards must go down first (a deeper level holds data), this is
+                    // that step instead: a full level-1 guard appended to level 2 (even where
+                    // a level-2 guard is full) within the same budget; level 0 follows later.
                     spec.inputs.truncate(1);
                     let bytes = spec.inputs.iter().flat_map(|(_, f)| f).map(|f| f.file_size);
                     if fits(bytes.sum()) {
@@ -376,9 +379,7 @@ impl Flsm {
         }
         Some(Choice::Merge(spec))
     }
-}
 
-impl Flsm {
     /// PebblesDB's rule for a full guard above the deepest level: it is compacted into the
     /// next level (appended there, or recursively pushing full guards further down) before
     /// the merge that met it appends to it. Merging it with the incoming data instead writes
