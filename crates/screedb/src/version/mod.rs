@@ -234,6 +234,14 @@ impl Version {
         self.levels.get(level).map_or(&[], Vec::as_slice)
     }
 
+    /// The deepest level below level 0 that holds a table, or `None` when only level 0 (or
+    /// nothing) does.
+    pub fn deepest_level(&self) -> Option<usize> {
+        (1..self.num_levels())
+            .rev()
+            .find(|&level| !self.files(level).is_empty())
+    }
+
     /// Committed guard keys of `level` (FLSM layout; empty otherwise).
     pub fn guards(&self, level: usize) -> &[Vec<u8>] {
         self.guards.get(level).map_or(&[], Vec::as_slice)

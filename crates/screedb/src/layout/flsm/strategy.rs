@@ -337,7 +337,9 @@ impl Flsm {
         // is full, and pushing it down would only cascade data to the deepest level.
         if !children.is_empty()
             && options_of(options).max_sstables_per_guard > 1
-            && next < deepest_level(version)
+            && version
+                .deepest_level()
+                .is_some_and(|deepest| next < deepest)
         {
             return Self::push_down(version, options, state, next, &children);
         }
@@ -401,14 +403,6 @@ impl Flsm {
             .filter(|(_, frags)| !frags.iter().any(|f| state.busy_files.contains(&f.number)))
             .find_map(|(_, frags)| Self::merge_into_next(version, options, state, level, frags))
     }
-}
-
-/// The deepest level holding a table (0 for an empty store).
-fn deepest_level(version: &Version) -> usize {
-    (1..version.num_levels())
-        .rev()
-        .find(|&level| !version.files(level).is_empty())
-        .unwrap_or(0)
 }
 
 impl CompactionStrategy for Flsm {

@@ -155,10 +155,7 @@ pub(crate) fn containers(files: &[FileRef]) -> Vec<Vec<FileRef>> {
 /// The trie's last level so far: the deepest level >= 1 holding a table (1 when none does). Its
 /// containers grow piles of up to `max_tables_per_container` tables and hold BloomClusters.
 pub(crate) fn deepest_level(version: &Version) -> usize {
-    (1..version.num_levels())
-        .rev()
-        .find(|&level| !version.files(level).is_empty())
-        .unwrap_or(1)
+    version.deepest_level().unwrap_or(1)
 }
 
 /// The newest entry of `user_key` visible at `target` (its internal key for the snapshot) in
