@@ -72,6 +72,22 @@ pub struct ScreeDbSpec {
     pub background_nice: Option<i32>,
 }
 
+/// `value` parsed as an integer within `range`; otherwise why not, naming `key=value`.
+fn in_range<T>(
+    key: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<T>,
+) -> std::result::Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    value
+        .parse()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| format!("{key}={value:?} is not {}..={}", range.start(), range.end()))
+}
+
 impl ScreeDbSpec {
     /// Parses `key=value` options separated by `:` (the text after `screedb:`).
     fn parse(spec: &str, whole: &str) -> Result<ScreeDbSpec> {
@@ -108,37 +124,16 @@ impl ScreeDbSpec {
                     out.compaction_factor_percent = Some((c * 100.0).round() as u32);
                 }
                 "prefix_bloom" if out.prefix_bloom_len.is_none() => {
-                    let n: usize =
-                        value.parse().ok().filter(|n| *n <= 4096).ok_or_else(|| {
-                            bad(format!("prefix_bloom={value:?} is not 0..=4096"))
-                        })?;
-                    out.prefix_bloom_len = Some(n);
+                    out.prefix_bloom_len = Some(in_range(key, value, 0..=4096).map_err(bad)?);
                 }
                 "gc" if out.gc_garbage_percent.is_none() => {
-                    let percent: u32 = value
-                        .parse()
-                        .ok()
-                        .filter(|p| (1..=100).contains(p))
-                        .ok_or_else(|| {
-                            bad(format!("gc={value:?} is not a percentage in 1..=100"))
-                        })?;
-                    out.gc_garbage_percent = Some(percent);
+                    out.gc_garbage_percent = Some(in_range(key, value, 1..=100).map_err(bad)?);
                 }
                 "level_scale" if out.level_target_scale.is_none() => {
-                    let n: u64 = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=1024).contains(n))
-                        .ok_or_else(|| bad(format!("level_scale={value:?} is not 1..=1024")))?;
-                    out.level_target_scale = Some(n);
+                    out.level_target_scale = Some(in_range(key, value, 1..=1024).map_err(bad)?);
                 }
                 "nice" if out.background_nice.is_none() => {
-                    let n: i32 = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (0..=19).contains(n))
-                        .ok_or_else(|| bad(format!("nice={value:?} is not 0..=19")))?;
-                    out.background_nice = Some(n);
+                    out.background_nice = Some(in_range(key, value, 0..=19).map_err(bad)?);
                 }
                 "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" | "nice" => {
                     return Err(bad(format!("{key} is given twice")));

@@ -61,9 +61,11 @@ pub struct EngineConfig {
     pub layout: Option<::screedb::LayoutKind>,
     /// ScreeDB's memory component (`None`: the engine's default); the peers ignore it.
     pub memory: Option<::screedb::Memory>,
-    /// ScreeDB's table size (`None`: the engine's default); the peers ignore it.
+    /// Table size (`None`: the engine's default): ScreeDB's `target_file_size`, RocksDB's
+    /// `target_file_size_base`; LevelDB and fjall ignore it.
     pub target_file_size: Option<u64>,
-    /// ScreeDB's level-1 size target (`None`: the engine's default); the peers ignore it.
+    /// Level 1's size target (`None`: the engine's default): ScreeDB's and RocksDB's
+    /// `max_bytes_for_level_base`; LevelDB and fjall ignore it.
     pub max_bytes_for_level_base: Option<u64>,
     /// Level-0 tables that start a compaction (`None`: the engine's default); ScreeDB and
     /// RocksDB only.
