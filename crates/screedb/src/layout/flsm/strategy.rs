@@ -455,3 +455,7 @@ impl CompactionStrategy for Flsm {
 #[cfg(test)]
 #[path = "strategy_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "strategy_seek_tests.rs"]
+mod seek_tests;
