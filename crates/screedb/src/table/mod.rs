@@ -32,6 +32,8 @@ mod checked_once;
 mod compression;
 #[cfg(test)]
 mod conformance_tests;
+#[cfg(test)]
+mod error_tests;
 mod filter;
 mod filter_policy;
 mod format;
