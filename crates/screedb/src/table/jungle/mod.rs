@@ -66,6 +66,8 @@ mod fences;
 mod iter;
 mod leaf;
 #[cfg(test)]
+mod mapped_tests;
+#[cfg(test)]
 mod model_tests;
 mod node;
 mod reader;
