@@ -237,6 +237,29 @@ fn empty_memtable_has_nothing() {
 }
 
 #[test]
+fn a_batch_replayed_twice_is_stored_once() {
+    // A lone operation takes the single insert, several the multi-insert: both skip an
+    // internal key the skiplist already holds (a log record replayed twice).
+    let m = mem();
+    let mut one = crate::write_batch::WriteBatch::new();
+    one.put(b"k", b"v1");
+    one.set_sequence(7);
+    let mut two = crate::write_batch::WriteBatch::new();
+    two.put(b"a", b"v2").delete(b"k");
+    two.set_sequence(8);
+    for _ in 0..2 {
+        m.add_write_batch(&one);
+        m.add_write_batch(&two);
+    }
+    let got: Vec<(Vec<u8>, u64)> = forward(&m).into_iter().map(|e| (e.0, e.1)).collect();
+    assert_eq!(
+        got,
+        vec![(b"a".to_vec(), 8), (b"k".to_vec(), 9), (b"k".to_vec(), 7)]
+    );
+    assert_eq!(m.get(b"k", 8), LookupResult::Found(b"v1".to_vec()));
+}
+
+#[test]
 fn iteration_is_ordered_both_ways() {
     let m = mem();
     let keys: [&[u8]; 5] = [b"d", b"a", b"c", b"", b"b"];

@@ -413,8 +413,9 @@ impl SkipList {
         &self.cmp
     }
 
-    /// Inserts the entry for `(user_key, seq, kind) -> value`. Safe to call from several
-    /// threads (serialized). REQUIRES: no entry with the same internal key exists.
+    /// Inserts the entry for `(user_key, seq, kind) -> value`, unless an entry with the same
+    /// internal key is already present (as [`SkipList::insert_sorted`] skips it: a log record
+    /// replayed twice is stored once). Safe to call from several threads (serialized).
     pub(crate) fn insert(
         &self,
         user_key: &[u8],
@@ -429,10 +430,10 @@ impl SkipList {
         let key = new.key();
         let mut prev = [self.head(); MAX_HEIGHT];
         let at = self.find_ge(key, Some(&mut prev));
-        debug_assert!(
-            at.is_none_or(|n| self.cmp.compare(n.key(), key) != CmpOrdering::Equal),
-            "duplicate internal key inserted into the memtable"
-        );
+        if at.is_some_and(|n| self.cmp.compare(n.key(), key) == CmpOrdering::Equal) {
+            // The node stays unlinked: its arena bytes are lost, as rare as the duplicate.
+            return;
+        }
         self.link(new, &mut prev);
         self.index_node(new, hash);
     }
