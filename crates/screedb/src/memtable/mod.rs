@@ -227,8 +227,9 @@ impl MemTable {
     /// Inserts every operation of `batch` into the skiplist at the batch's sequence numbers: a
     /// lone operation with one insert, several with one multi-insert that finds the places of
     /// its keys together (a write group's keys are spread over the list: `Search::Together` in
-    /// `skiplist.rs`). An operation whose internal key is already there is skipped. REQUIRES: the batch was
-    /// validated ([`WriteBatch::validate`]): an operation that does not decode ends it.
+    /// `skiplist.rs`). An operation whose internal key is already there is skipped.
+    /// REQUIRES: the batch was validated ([`WriteBatch::validate`]): an operation that does
+    /// not decode ends it.
     pub fn add_write_batch(&self, batch: &WriteBatch) {
         if batch.count() == 1 {
             // A lone put or delete (most writes without contention): one insert, without the
