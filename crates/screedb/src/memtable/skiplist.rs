@@ -45,9 +45,10 @@ const BRANCHING: u64 = 4;
 /// from the head per chunk is a few hundred nanoseconds, under 1% of a chunk's inserts.
 const INSERT_SORTED_CHUNK: usize = 256;
 
-/// Fewest entries a chunk needs for [`Search::Together`]; smaller ones (a lone writer's group
-/// of one) use the finger search, a plain search from the head for their first key, which
-/// costs less than the bookkeeping of searching together (single-threaded fills lost 4-12%).
+/// Fewest entries a chunk needs for [`Search::Together`]; smaller ones (a write group of two
+/// or three; a group of one takes [`SkipList::insert`]) use the finger search, a plain search
+/// from the head for their first key, which costs less than the bookkeeping of searching
+/// together (single-threaded fills lost 4-12%).
 const TOGETHER_FROM: usize = 4;
 
 /// Entries ahead of the one being inserted whose point-index slots a multi-insert prefetches.
