@@ -31,8 +31,11 @@ use crate::version::{FileRef, Version};
 pub struct TrieOptions {
     /// Bytes of one HTable bucket (a power of two from 512 to 65536). Default: 4096.
     pub bucket_bytes: usize,
-    /// A table is finished once its items fill this percentage of its buckets. Default: 90
-    /// (the paper: 95; its code: 75 "for large values").
+    /// A table is finished once its items fill this percentage of its buckets, and a smaller
+    /// one (a flush, a container's last output) gets the buckets its items need at this
+    /// percentage. Default: 95, the paper's (its code: 75 "for large values"; here a key
+    /// whose versions take more than an eighth of a bucket goes to the overflow area at any
+    /// fill).
     pub fill_percent: u32,
     /// Bloom filter bits per key in each bucket's filter. Default: 16 (the paper's Table 1:
     /// with many tables on a lookup path, 10 bits let the false positives add up).
@@ -65,7 +68,7 @@ impl TrieOptions {
     /// The defaults, as a constant.
     pub const DEFAULT: TrieOptions = TrieOptions {
         bucket_bytes: 4096,
-        fill_percent: 90,
+        fill_percent: 95,
         filter_bits_per_key: 16,
         split_tables: 8,
         max_tables_per_container: 16,

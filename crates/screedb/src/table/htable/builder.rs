@@ -157,14 +157,13 @@ impl HTableBuilder {
         }
         let mut entries = std::mem::take(&mut self.entries);
         // A table holds what it was given: as many buckets as its items need at the fill
-        // percentage (with a tenth and two buckets to spare), at most `num_buckets`, so a flush
-        // of a small memtable writes a small table. Keys are placed again for that count.
+        // percentage (and three to spare, for tiny tables), at most `num_buckets`, so a flush
+        // of a small memtable writes a small table as full as a large one: migration balances
+        // it as well (tests: `balanced_at_95_percent_in_full_and_shrunk_tables`), and every
+        // empty byte would be written again by each split. Keys are placed again for that count.
         let room = bucket_bytes.saturating_sub(BUCKET_TAIL_LEN).max(1) as u64;
         let needed = self.item_bytes * 100 / u64::from(self.opts.fill_percent.max(1));
-        let fit = bucket_count_for(
-            (needed / room * 11 / 10 + 3) * bucket_bytes as u64,
-            bucket_bytes,
-        );
+        let fit = bucket_count_for((needed / room + 3) * bucket_bytes as u64, bucket_bytes);
         if fit < n {
             n = fit;
             for e in &mut entries {

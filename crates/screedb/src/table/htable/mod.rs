@@ -124,7 +124,8 @@ pub struct HTableOptions {
     /// Default: 8191 (32 MiB tables, as in the paper).
     pub num_buckets: u32,
     /// The caller cuts a new table once [`HTableBuilder::estimated_bytes`] passes this percentage
-    /// of [`HTableBuilder::capacity_bytes`] ([`HTableBuilder::is_full`]). Default: 90.
+    /// of [`HTableBuilder::capacity_bytes`] ([`HTableBuilder::is_full`]); a smaller table is
+    /// given as many buckets as its items need at this percentage. Default: 95 (the paper's).
     pub fill_percent: u32,
     /// Bloom filter bits per distinct user key, per bucket; 0 writes no filters. Default: 16
     /// (the paper's Table 1: about 0.05% false positives per table probed).
@@ -141,7 +142,7 @@ impl Default for HTableOptions {
         HTableOptions {
             bucket_bytes: 4096,
             num_buckets: 8191,
-            fill_percent: 90,
+            fill_percent: 95,
             filter_bits_per_key: 16,
             hash_seed: 0,
             verify_checksums: true,
