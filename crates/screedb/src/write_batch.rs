@@ -66,11 +66,25 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `reserved_bytes` bytes of updates beyond its header, so
+    /// that adding them does not reallocate (RocksDB: `WriteBatch(reserved_bytes)`).
+    pub fn with_capacity(reserved_bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + reserved_bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
+    /// Bytes a put of `key` -> `value` adds at most: its tag and two length prefixes of at
+    /// most 5 bytes each.
+    pub fn put_bytes(key: &[u8], value: &[u8]) -> usize {
+        11 + key.len() + value.len()
+    }
+
     /// Adds a put of `key` -> `value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
-        // Tag and two length prefixes of at most 5 bytes: one allocation, not one per growth.
-        self.rep.reserve(11 + key.len() + value.len());
+        // One allocation, not one per growth.
+        self.rep.reserve(Self::put_bytes(key, value));
         self.set_count(self.count() + 1);
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);
@@ -272,6 +286,19 @@ mod tests {
         a.clear();
         assert!(a.is_empty());
         assert_eq!(a.data().len(), HEADER_LEN);
+    }
+
+    #[test]
+    fn a_batch_sized_for_its_put_holds_it_without_growing() {
+        let (key, value) = (b"key".as_slice(), vec![7u8; 300]);
+        let mut b = WriteBatch::with_capacity(WriteBatch::put_bytes(key, &value));
+        assert!(b.is_empty());
+        let room = b.rep.capacity();
+        b.put(key, &value);
+        assert_eq!(b.rep.capacity(), room, "the put reallocated");
+        let mut plain = WriteBatch::new();
+        plain.put(key, &value);
+        assert_eq!(b.data(), plain.data());
     }
 
     #[test]

@@ -251,14 +251,17 @@ impl Db {
 
     /// Sets `key` to `value` (not synced; see [`Db::write`]).
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // Sized for the put: one allocation, not the header's and then the put's.
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_bytes(key, value));
         batch.put(key, value);
         self.write(batch, &WriteOptions::default())
     }
 
     /// Removes `key` (not synced; see [`Db::write`]).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let key = key.as_ref();
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_bytes(key, b""));
         batch.delete(key);
         self.write(batch, &WriteOptions::default())
     }
