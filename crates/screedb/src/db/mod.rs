@@ -261,6 +261,7 @@ impl Db {
     /// Removes `key` (not synced; see [`Db::write`]).
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let key = key.as_ref();
+        // A delete takes no more than a put of an empty value.
         let mut batch = WriteBatch::with_capacity(WriteBatch::put_bytes(key, b""));
         batch.delete(key);
         self.write(batch, &WriteOptions::default())

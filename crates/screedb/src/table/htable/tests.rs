@@ -324,7 +324,7 @@ fn balance(
         migrations += p.num_migrations;
         migrated += p.migrated_entries;
         let t = open(&fs, &path, &opts, None).unwrap();
-        capacity += u64::from(t.num_buckets()) * (opts.bucket_bytes as u64 - 16);
+        capacity += u64::from(t.num_buckets()) * (opts.bucket_bytes - BUCKET_TAIL_LEN) as u64;
         for k in &keys {
             assert!(matches!(
                 probe(&t, seed, k, MAX_SEQUENCE).unwrap(),
