@@ -15,13 +15,25 @@ use crate::table::CompressionType;
 use crate::table::format::block_trailer;
 
 use super::format::{self, BucketTail, HFooter, OverflowRecord, put_entry, seal_bucket};
-use super::hash::bucket_count_for;
-use super::hash::{KeyHash, filter_add, probes_for};
+use super::hash::{KeyHash, filter_add, prime_at_least, probes_for};
 use super::migration::{Group, Place, plan};
 use super::{BUCKET_TAIL_LEN, HTableOptions, HTableProperties, NO_MIGRATION};
 
 /// Bytes of buckets (and overflow groups) collected before one append to the file.
 const WRITE_CHUNK: usize = 256 << 10;
+
+/// A table's buckets are made large enough to hold this many of its average groups (all
+/// versions of one key): from `HTableOptions::bucket_bytes` the size doubles, up to
+/// [`MAX_BUCKET_BYTES`], until they do. With fewer per bucket, migration cannot balance the
+/// buckets at the fill percentage, and a group above an eighth of a bucket always overflows:
+/// with 1,000-byte values in 4 KiB buckets every key was in the overflow area, indexed in
+/// memory at 27 bytes per key; in 16 KiB buckets none is, at 2.9 bytes per key (the HTable
+/// tests' `balance` measurement).
+const GROUPS_PER_BUCKET: u64 = 12;
+/// The largest bucket a table is given: a get reads one bucket, so this bounds its read.
+/// Items of over 2 KiB go to the overflow area, where a get reads just the item and the
+/// index costs at most about 1% of the item in memory.
+const MAX_BUCKET_BYTES: usize = 16384;
 
 /// One collected entry; its key and value live in the builder's arena.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +46,13 @@ struct Pending {
     trailer: u64,
 }
 
+impl Pending {
+    /// Encoded bytes of the entry.
+    fn len(&self) -> u64 {
+        format::entry_len(self.klen as usize, self.vlen as usize) as u64
+    }
+}
+
 /// Builds one HTable file. Entries may be added in any order.
 pub struct HTableBuilder {
     opts: HTableOptions,
@@ -43,7 +62,8 @@ pub struct HTableBuilder {
     entries: Vec<Pending>,
     item_bytes: u64,
     /// Every entry so far was added after the one before it in internal-key order (as flushes
-    /// and compactions add them): `finish` then orders by bucket alone (see [`by_bucket`]).
+    /// and compactions add them); else `finish` first sorts them so. From that order it takes
+    /// the groups and orders by bucket alone (see [`by_bucket`]).
     in_order: bool,
 }
 
@@ -111,7 +131,8 @@ impl HTableBuilder {
         self.item_bytes
     }
 
-    /// Bytes the buckets can hold: `num_buckets * (bucket_bytes - 16)`.
+    /// Bytes the buckets can hold: `num_buckets * (bucket_bytes - 16)` of the options (a
+    /// table of large items gets fewer, larger buckets of about the same total).
     pub fn capacity_bytes(&self) -> u64 {
         u64::from(self.opts.num_buckets)
             * self.opts.bucket_bytes.saturating_sub(BUCKET_TAIL_LEN) as u64
@@ -146,32 +167,86 @@ impl HTableBuilder {
         }
     }
 
+    /// Runs of one user key in `entries` (all versions of a key are adjacent): the groups.
+    fn group_spans(&self, entries: &[Pending]) -> Vec<(usize, usize)> {
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            match spans.last_mut() {
+                Some((_, end)) if self.user_key(e) == self.user_key(&entries[*end - 1]) => {
+                    *end += 1
+                }
+                _ => spans.push((i, i + 1)),
+            }
+        }
+        spans
+    }
+
+    /// The bucket size for groups of `sizes` bytes, and the bytes of the groups that can be
+    /// placed in such buckets (at most an eighth of one; larger ones go to the overflow area).
+    /// The size is the options', doubled until a bucket holds [`GROUPS_PER_BUCKET`] of the
+    /// average group that can ever be in a bucket (at most [`MAX_BUCKET_BYTES`]).
+    fn bucket_bytes_for(&self, sizes: &[u64]) -> (usize, u64) {
+        let largest = self.opts.bucket_bytes.max(MAX_BUCKET_BYTES);
+        let fits = |bucket: usize, g: u64| g <= (bucket / 8) as u64;
+        let (bytes, count) = sizes
+            .iter()
+            .filter(|&&g| fits(largest, g))
+            .fold((0u64, 0u64), |(b, c), g| (b + g, c + 1));
+        let mean = bytes.div_ceil(count.max(1));
+        let mut bucket = self.opts.bucket_bytes;
+        while bucket < largest
+            && ((bucket - BUCKET_TAIL_LEN) as u64) < mean.saturating_mul(GROUPS_PER_BUCKET)
+        {
+            bucket *= 2;
+        }
+        let placeable = sizes.iter().filter(|&&g| fits(bucket, g)).sum();
+        (bucket, placeable)
+    }
+
     /// Places the entries, writes and syncs the file, and returns its properties.
     pub fn finish(mut self) -> Result<HTableProperties> {
-        let bucket_bytes = self.opts.bucket_bytes;
-        let mut n = self.opts.num_buckets;
-        if !format::valid_bucket_bytes(bucket_bytes) || n == 0 {
+        let (base_bytes, base_n) = (self.opts.bucket_bytes, self.opts.num_buckets);
+        if !format::valid_bucket_bytes(base_bytes) || base_n == 0 {
             return Err(Error::invalid(format!(
-                "HTable of {n} buckets of {bucket_bytes} bytes: buckets must be a power of two in 512..=65536 and at least one"
+                "HTable of {base_n} buckets of {base_bytes} bytes: buckets must be a power of two in 512..=65536 and at least one"
             )));
         }
         let mut entries = std::mem::take(&mut self.entries);
-        // A table holds what it was given: as many buckets as its items need at the fill
-        // percentage (and three to spare, for tiny tables), at most `num_buckets`, so a flush
-        // of a small memtable writes a small table as full as a large one: migration balances
-        // it as well (tests: `balanced_at_95_percent_in_full_and_shrunk_tables`), and every
-        // empty byte would be written again by each split. Keys are placed again for that count.
-        let room = bucket_bytes.saturating_sub(BUCKET_TAIL_LEN).max(1) as u64;
-        let needed = self.item_bytes * 100 / u64::from(self.opts.fill_percent.max(1));
-        let fit = bucket_count_for((needed / room + 3) * bucket_bytes as u64, bucket_bytes);
-        if fit < n {
-            n = fit;
+        if !self.in_order {
+            entries.sort_by(|a, b| {
+                (self.user_key(a), Reverse(a.trailer)).cmp(&(self.user_key(b), Reverse(b.trailer)))
+            });
+        }
+        let sizes: Vec<u64> = self
+            .group_spans(&entries)
+            .iter()
+            .map(|&(s, e)| entries[s..e].iter().map(Pending::len).sum())
+            .collect();
+        let (bucket_bytes, placeable) = self.bucket_bytes_for(&sizes);
+        drop(sizes);
+        let room = (bucket_bytes - BUCKET_TAIL_LEN) as u64;
+        // Larger buckets: fewer of them, holding at least as much as the options' buckets.
+        let most = match bucket_bytes == base_bytes {
+            true => base_n,
+            false => prime_at_least(self.capacity_bytes().div_ceil(room)),
+        };
+        // A table holds what it was given: as many buckets as the items that can be placed in
+        // them need at the fill percentage (the prime at or above; the prime below could be
+        // dozens of buckets short), at most `most`. So a flush of a small memtable writes a
+        // small table as full as a large one (migration balances it as well, tests:
+        // `balanced_at_95_percent_in_full_and_shrunk_tables`), and a table of items too large
+        // for any bucket writes no empty buckets: every empty byte is written again by each
+        // split.
+        let needed = placeable * 100 / u64::from(self.opts.fill_percent.max(1));
+        let n = prime_at_least(needed.div_ceil(room)).min(most);
+        if n != self.opts.num_buckets {
             for e in &mut entries {
                 e.bucket = e.hash.bucket(n);
             }
         }
-        // Order: bucket, then user key, then newest first.
-        match self.in_order.then(|| by_bucket(&entries, n)).flatten() {
+        // Order: bucket, then user key, then newest first (a stable reorder by bucket of the
+        // key order).
+        match by_bucket(&entries, n) {
             Some(sorted) => entries = sorted,
             None => entries.sort_by(|a, b| {
                 (a.bucket, self.user_key(a), Reverse(a.trailer)).cmp(&(
@@ -181,27 +256,13 @@ impl HTableBuilder {
                 ))
             }),
         }
-        // Groups: runs of one user key.
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        for i in 0..entries.len() {
-            match spans.last_mut() {
-                Some((_, end))
-                    if self.user_key(&entries[i]) == self.user_key(&entries[*end - 1]) =>
-                {
-                    *end += 1
-                }
-                _ => spans.push((i, i + 1)),
-            }
-        }
+        let spans = self.group_spans(&entries);
         let groups: Vec<Group> = spans
             .iter()
             .map(|&(s, e)| Group {
                 bucket: entries[s].bucket,
                 rank: entries[s].hash.rank(),
-                bytes: entries[s..e]
-                    .iter()
-                    .map(|p| format::entry_len(p.klen as usize, p.vlen as usize) as u64)
-                    .sum(),
+                bytes: entries[s..e].iter().map(Pending::len).sum(),
             })
             .collect();
         if let Some(g) = groups.iter().find(|g| g.bytes > u64::from(u32::MAX)) {

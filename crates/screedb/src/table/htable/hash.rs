@@ -159,6 +159,17 @@ pub fn bucket_count_for(target_bytes: u64, bucket_bytes: usize) -> u32 {
     n as u32
 }
 
+/// The smallest prime at or above `n` (at least 2): the bucket count of a table shrunk to its
+/// items, which must not lose buckets to the gap below (between 1,000 and 10,000 a prime gap
+/// reaches 36).
+pub fn prime_at_least(n: u64) -> u32 {
+    let mut n = n.clamp(2, u64::from(u32::MAX));
+    while !is_prime(n) {
+        n += 1;
+    }
+    n as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +194,9 @@ mod tests {
         assert_eq!(bucket_count_for(0, 4096), 2);
         assert_eq!(bucket_count_for(4 << 20, 4096), 1021);
         assert_eq!(bucket_count_for(100, 0), 97);
+        assert_eq!(prime_at_least(510), 521);
+        assert_eq!(prime_at_least(521), 521);
+        assert_eq!(prime_at_least(0), 2);
         assert_eq!(probes_for(16), 11);
         assert_eq!(probes_for(0), 0);
         assert_eq!(probes_for(100), 30);

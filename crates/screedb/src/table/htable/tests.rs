@@ -274,8 +274,14 @@ struct Balance {
     false_positives: f64,
     migrated: u64,
     overflow: u64,
+    /// Keys looked up (every one present).
+    keys: u64,
     /// Items' share of the buckets' capacity, over all tables.
     fill: f64,
+    /// Bytes of table metadata held in memory per key.
+    metadata_per_key: f64,
+    /// The largest bucket any of the tables got.
+    bucket_bytes: u32,
 }
 
 /// Builds 20 tables (seeds 0..20) of random 16-byte keys with values of `values` bytes at
@@ -289,7 +295,7 @@ fn balance(
 ) -> Balance {
     let (mut present, mut reads, mut absent, mut passed) = (0u64, 0u64, 0u64, 0u64);
     let (mut migrations, mut migrated, mut metadata, mut overflow) = (0u64, 0u64, 0u64, 0u64);
-    let (mut items, mut capacity) = (0u64, 0u64);
+    let (mut items, mut capacity, mut bucket_bytes) = (0u64, 0u64, 0u32);
     for seed in 0..20u64 {
         let fs = MemFs::new();
         let path = PathBuf::from("b.ht");
@@ -324,7 +330,9 @@ fn balance(
         migrations += p.num_migrations;
         migrated += p.migrated_entries;
         let t = open(&fs, &path, &opts, None).unwrap();
-        capacity += u64::from(t.num_buckets()) * (opts.bucket_bytes - BUCKET_TAIL_LEN) as u64;
+        let bucket = t.properties().bucket_bytes;
+        bucket_bytes = bucket_bytes.max(bucket);
+        capacity += u64::from(t.num_buckets()) * u64::from(bucket - BUCKET_TAIL_LEN as u32);
         for k in &keys {
             assert!(matches!(
                 probe(&t, seed, k, MAX_SEQUENCE).unwrap(),
@@ -349,12 +357,14 @@ fn balance(
         false_positives: passed as f64 / absent as f64,
         migrated,
         overflow,
+        keys: present,
         fill: items as f64 / capacity as f64,
+        metadata_per_key: metadata as f64 / present as f64,
+        bucket_bytes,
     };
     eprintln!(
         "balance at {fill_percent}% ({part_percent}% of a full table, values {values:?}): \
-         {present} keys, {measured:?}, {migrations} migration records, {:.2} bytes of metadata in memory per key",
-        metadata as f64 / present as f64
+         {measured:?}, {migrations} migration records"
     );
     measured
 }
@@ -384,6 +394,41 @@ fn balanced_at_95_percent_in_full_and_shrunk_tables() {
             assert!(b.per_lookup <= 1.01, "{b:?}");
             assert!(b.false_positives <= 0.001, "{b:?}");
             assert!(b.fill >= 0.93, "{part}% of a table filled only {b:?}");
+        }
+    }
+}
+
+/// Large items: a table whose keys take more than a twelfth of a 4 KiB bucket each gets
+/// larger buckets, up to 16 KiB, so its keys are placed in buckets instead of all being
+/// indexed in memory, and a lookup still reads one bucket. Items of over 2 KiB stay in the
+/// overflow area, one read each, and their table has next to no buckets.
+#[test]
+fn large_values_get_larger_buckets_not_the_overflow_area() {
+    let fill = HTableOptions::default().fill_percent;
+    for (values, bucket) in [
+        (100..=100, 4096),
+        (400..=400, 8192),
+        (1000..=1000, 16384),
+        (1..=2000, 16384),
+        (4000..=4000, 4096),
+    ] {
+        for part in [100, 10] {
+            let b = balance(fill, values.clone(), part);
+            assert_eq!(b.bucket_bytes, bucket, "{values:?}: {b:?}");
+            assert!(b.per_lookup <= 1.01, "{b:?}");
+            assert!(b.false_positives <= 0.001, "{b:?}");
+            if *values.end() > 2048 {
+                assert_eq!(b.overflow, b.keys, "{b:?}");
+                // and no area of empty buckets: two per table, 1/40 of the items or less.
+                assert!(b.fill >= 40.0, "{b:?}");
+                continue;
+            }
+            assert!(b.overflow * 50 <= b.keys, "over 2% in overflow: {b:?}");
+            // 27 bytes per key when every 1,000-byte item was in overflow; the smaller
+            // tables hold fewer keys for their fixed metadata.
+            assert!(b.metadata_per_key <= 6.0, "{b:?}");
+            // A tenth of these tables is 25-50 large buckets, rounded up to a prime.
+            assert!(b.fill >= 0.83, "{part}% of a table filled only {b:?}");
         }
     }
 }
