@@ -58,6 +58,11 @@ struct Entry {
 }
 
 impl Block {
+    /// The block's bytes (a clone shares them; `slice_ref` cuts a shared view of an entry).
+    pub(crate) fn bytes(&self) -> &Bytes {
+        &self.data
+    }
+
     /// Parses uncompressed block `data` read from `file` at `offset` (both only name the block
     /// in errors). Checks the restart array without copying it.
     pub fn new(data: impl Into<Bytes>, file: Arc<Path>, offset: u64) -> Result<Block> {

@@ -2,11 +2,17 @@
 //! into memory (all checksummed), the bucket filters on the first probe that asks them (a table
 //! of the trie's last level is asked through its container's BloomCluster instead, and never
 //! holds its own); a probe then reads exactly one bucket.
+//!
+//! A bucket is used where it lies: in place in a mapped file, its checksum checked the first
+//! time it is read after open ([`CheckedOnce`], as the sorted tables' blocks are); else shared
+//! from the block cache, where buckets are kept checked; else read from the file and checked.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 
 use crate::coding::get_u32;
 use crate::comparator::{InternalKeyComparator, default_comparator};
@@ -14,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::key::ValueKind;
+use crate::table::checked_once::CheckedOnce;
 use crate::table::format::read_block;
 use crate::table::{Block, BlockBuilder, BlockCache, BlockHandle};
 
@@ -44,6 +51,8 @@ pub struct HTable {
     migrations: Vec<MigrationRecord>,
     overflow: Vec<OverflowRecord>,
     block_cache: Option<Arc<BlockCache>>,
+    /// Buckets of a mapped file whose checksum held (no bits if the file is not mapped).
+    checked: CheckedOnce,
     icmp: InternalKeyComparator,
     counters: Arc<ReadCounters>,
 }
@@ -130,6 +139,10 @@ impl HTable {
         props.overflow_bytes = footer.overflow.size;
         props.filter_bytes = footer.filter.size + 5;
         props.file_size = size;
+        let checked = CheckedOnce::new(match file.is_mapped() {
+            true => n as usize,
+            false => 0,
+        });
         Ok(HTable {
             file,
             path,
@@ -141,6 +154,7 @@ impl HTable {
             migrations,
             overflow,
             block_cache,
+            checked,
             icmp: InternalKeyComparator::new(default_comparator()),
             counters: Arc::default(),
         })
@@ -173,7 +187,7 @@ impl HTable {
     }
 
     /// Bytes of metadata held in memory: filters (once loaded), migration records, overflow
-    /// index, properties.
+    /// index, properties, the checked-bucket bits of a mapped file.
     pub fn metadata_bytes(&self) -> u64 {
         let filters = self
             .filters
@@ -191,6 +205,7 @@ impl HTable {
             + size_of::<MigrationRecord>() * self.migrations.len()
             + size_of::<OverflowRecord>() * self.overflow.len()
             + props
+            + self.checked.bytes()
             + size_of::<HTable>()) as u64
     }
 
@@ -264,7 +279,7 @@ impl HTable {
         let target = self.locate(home, rank)?;
         c.bucket_reads.fetch_add(1, Ordering::Relaxed);
         let bucket = self.bucket_bytes(target)?;
-        let (_, entries) = self.open_bucket(target, &bucket, self.opts.verify_checksums)?;
+        let (_, entries) = self.open_bucket(target, &bucket, false)?;
         Ok(answer(&entries, user_key, snapshot))
     }
 
@@ -333,36 +348,48 @@ impl HTable {
         )
     }
 
-    /// The raw bytes of bucket `id`, from the block cache (where they are kept checksum-verified)
-    /// or the file. A cached bucket is a one-entry [`Block`] whose value is the bucket.
-    pub(super) fn bucket_bytes(&self, id: u32) -> Result<Vec<u8>> {
+    /// The bytes of bucket `id`, its checksum checked (unless `verify_checksums` is off and
+    /// the bucket is read for a probe alone): in place in a mapped file (checked the first time
+    /// after open), else from the block cache (where a bucket is kept checked, as a one-entry
+    /// [`Block`] whose value is the bucket) or the file. Nothing is copied but a read.
+    pub(super) fn bucket_bytes(&self, id: u32) -> Result<Bytes> {
         let offset = self.bucket_offset(id);
+        let len = self.footer.bucket_bytes as usize;
+        if self.file.is_mapped() {
+            let bytes = self.file.read_bytes(offset, len)?;
+            if self.opts.verify_checksums && !self.checked.contains(id as usize) {
+                self.open_bucket(id, &bytes, true)?;
+                self.checked.insert(id as usize);
+            }
+            return Ok(bytes);
+        }
         let key = (self.file_number, offset);
         if let Some(cache) = &self.block_cache
             && let Some(block) = cache.get(key)
         {
             let mut it = block.iter(self.icmp.clone());
             it.seek_to_first();
-            if it.valid() && it.value().len() == self.footer.bucket_bytes as usize {
-                return Ok(it.value().to_vec());
+            if it.valid() && it.value().len() == len {
+                return Ok(block.bytes().slice_ref(it.value()));
             }
         }
-        let buf = self
-            .file
-            .read_vec(offset, self.footer.bucket_bytes as usize)?;
-        if let Some(cache) = &self.block_cache {
-            // Only a bucket whose checksum holds is cached.
+        let buf = self.file.read_vec(offset, len)?;
+        // Only a bucket whose checksum holds is cached.
+        if self.opts.verify_checksums || self.block_cache.is_some() {
             self.open_bucket(id, &buf, true)?;
+        }
+        if let Some(cache) = &self.block_cache {
             let mut b = BlockBuilder::new(1);
             b.add(&[0u8; 8], &buf);
             let block = Block::new(b.finish().to_vec(), Arc::clone(&self.path), offset)?;
             cache.insert(key, Arc::new(block));
         }
-        Ok(buf)
+        Ok(Bytes::from(buf))
     }
 
-    pub(super) fn read_overflow(&self, rec: &OverflowRecord, verify: bool) -> Result<Vec<u8>> {
-        let data = self.file.read_vec(rec.offset, rec.len as usize)?;
+    /// The bytes of an overflow group (in place in a mapped file), checked if `verify`.
+    pub(super) fn read_overflow(&self, rec: &OverflowRecord, verify: bool) -> Result<Bytes> {
+        let data = self.file.read_bytes(rec.offset, rec.len as usize)?;
         if verify && crate::checksum::mask(crate::checksum::crc32c(&data)) != rec.crc {
             return Err(Error::corruption(
                 &*self.path,

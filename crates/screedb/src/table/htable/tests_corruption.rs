@@ -8,8 +8,11 @@ use proptest::prelude::*;
 use super::tests::{Item, Rng, build, expected, model_of, open, probe};
 use super::*;
 use crate::error::Error;
-use crate::fs::{MemFs, read_all, write_all_synced};
+use std::sync::Arc;
+
+use crate::fs::{Fs, MemFs, OsFs, read_all, write_all_synced};
 use crate::key::{MAX_SEQUENCE, ValueKind};
+use crate::table::BlockCache;
 
 /// Items of `count` keys: 1-200 B values, every 37th 600 B (overflow), every 5th key deleted
 /// again.
@@ -99,6 +102,57 @@ fn every_byte_flip_is_caught_by_probe_or_verify() {
             sorted.is_err() || (at as u64) >= bucket_area,
             "flip at {at}"
         );
+    }
+}
+
+/// Buckets used in place from a mapped file: every key reads back twice over (the second time
+/// through buckets already checked, and through the block cache too), and a flip in a bucket
+/// is reported by the first probe that reads it, never returned as data.
+#[test]
+fn mapped_buckets_are_checked_on_first_read() {
+    let (items, opts) = sample();
+    let fs = MemFs::new();
+    let built = PathBuf::from("m.ht");
+    let p = build(&fs, &built, &opts, &items);
+    let bytes = read_all(&fs, &built).unwrap();
+    let model = model_of(&items);
+    let dir = tempfile::tempdir().unwrap();
+    let open_mapped = |name: &str, data: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        let file = OsFs.open_mapped(&path).unwrap();
+        assert!(file.is_mapped());
+        let cache = Some(Arc::new(BlockCache::new(1 << 20)));
+        (
+            HTable::open(file, path.clone(), 7, opts.clone(), cache).unwrap(),
+            path,
+        )
+    };
+    let (t, _) = open_mapped("good.ht", &bytes);
+    for _ in 0..2 {
+        for k in model.keys() {
+            let got = probe(&t, opts.hash_seed, k, MAX_SEQUENCE).unwrap();
+            assert_eq!(got, expected(&model, k, MAX_SEQUENCE));
+        }
+    }
+    let bucket = p.bucket_bytes as usize;
+    for at in [1, bucket + 2, 2 * bucket + 3] {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x10;
+        let (t, path) = open_mapped("flip.ht", &bad);
+        let mut caught = 0;
+        for _ in 0..2 {
+            for k in model.keys() {
+                match probe(&t, opts.hash_seed, k, MAX_SEQUENCE) {
+                    Ok(got) => assert_eq!(got, expected(&model, k, MAX_SEQUENCE), "flip at {at}"),
+                    Err(e) => {
+                        assert!(is_corruption_of(&e, &path), "flip at {at}: {e}");
+                        caught += 1;
+                    }
+                }
+            }
+        }
+        assert!(caught > 0, "no probe reported the flip at {at}");
     }
 }
 
