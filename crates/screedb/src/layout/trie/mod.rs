@@ -29,13 +29,15 @@ use crate::version::{FileRef, Version};
 /// `Options::target_file_size` (32 MiB in the paper; the engine's default 64 MiB).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrieOptions {
-    /// Bytes of one HTable bucket (a power of two from 512 to 65536). Default: 4096.
+    /// Bytes of one HTable bucket (a power of two from 512 to 65536), the smallest: a table of
+    /// larger items doubles it, up to 16 KiB, until a bucket holds 12 of its average keys (a
+    /// key whose versions take more than an eighth of a bucket goes to the overflow area).
+    /// Default: 4096.
     pub bucket_bytes: usize,
     /// A table is finished once its items fill this percentage of its buckets, and a smaller
     /// one (a flush, a container's last output) gets the buckets its items need at this
-    /// percentage. Default: 95, the paper's (its code: 75 "for large values"; here a key
-    /// whose versions take more than an eighth of a bucket goes to the overflow area at any
-    /// fill).
+    /// percentage. Default: 95, the paper's (its code: 75 "for large values"; here such
+    /// tables get larger buckets instead).
     pub fill_percent: u32,
     /// Bloom filter bits per key in each bucket's filter. Default: 16 (the paper's Table 1:
     /// with many tables on a lookup path, 10 bits let the false positives add up).

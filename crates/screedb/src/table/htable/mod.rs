@@ -8,7 +8,8 @@
 //!
 //! ```text
 //! htable   := bucket * num_buckets        num_buckets x bucket_bytes (B) from offset 0, so each
-//!                                         bucket is B-aligned (B = 4 KiB by default)
+//!                                         bucket is B-aligned (B = 4 KiB by default;
+//!                                         per table: 8 or 16 KiB for large items)
 //!             overflow area               overflow groups back to back (usually empty)
 //!             overflow index  | trailer   records of 24 bytes
 //!             filter block    | trailer   per-bucket Bloom filters
@@ -117,8 +118,9 @@ pub fn is_htable(footer_tail: &[u8]) -> bool {
 /// How HTables are built and read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HTableOptions {
-    /// Bytes of one bucket: a power of two in 512..=65536. Readers use the file's own value.
-    /// Default: 4096.
+    /// Bytes of one bucket: a power of two in 512..=65536. The builder doubles it for a table
+    /// of large items, up to 16 KiB, keeping about `num_buckets * bucket_bytes` of buckets;
+    /// readers use the file's own value. Default: 4096.
     pub bucket_bytes: usize,
     /// Buckets in a table built with these options; a prime (see [`bucket_count_for`]).
     /// Default: 8191 (32 MiB tables, as in the paper).
