@@ -125,6 +125,62 @@ pub(super) fn open_bucket<'a>(
     offset: u64,
 ) -> Result<(BucketTail, Vec<Entry<'a>>)> {
     let bad = |reason: String| Error::corruption(path, offset, format!("bucket {id}: {reason}"));
+    let (tail, area) = bucket_area(buf, id, num_buckets, verify, path, offset)?;
+    let entries = decode_entries(area).map_err(|at| bad(format!("bad entry at byte {at}")))?;
+    if entries.len() != usize::from(tail.count) {
+        return Err(bad(format!(
+            "{} entries, tail says {}",
+            entries.len(),
+            tail.count
+        )));
+    }
+    Ok((tail, entries))
+}
+
+/// The newest entry of `user_key` with a sequence number at or below `snapshot` in bucket `id`
+/// (read from `path` at `offset`, its checksum already checked or not asked for): decodes
+/// entries only up to the answer (groups are in user-key order, newest version first).
+pub(super) fn find_in_bucket<'a>(
+    buf: &'a [u8],
+    id: u32,
+    num_buckets: u32,
+    at_file: (&Path, u64),
+    user_key: &[u8],
+    snapshot: u64,
+) -> Result<Option<Entry<'a>>> {
+    let (path, offset) = at_file;
+    let (_, area) = bucket_area(buf, id, num_buckets, false, path, offset)?;
+    let mut at = 0usize;
+    while at < area.len() {
+        let Some((e, len)) = decode_one(area.get(at..).unwrap_or_default()) else {
+            return Err(Error::corruption(
+                path,
+                offset,
+                format!("bucket {id}: bad entry at byte {at}"),
+            ));
+        };
+        match e.user_key.cmp(user_key) {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal if e.seq() <= snapshot => return Ok(Some(e)),
+            std::cmp::Ordering::Equal => {}
+            std::cmp::Ordering::Greater => return Ok(None),
+        }
+        at += len;
+    }
+    Ok(None)
+}
+
+/// The tail of bucket `id` and its bytes of entries; checks the crc if `verify`, and that the
+/// entries fit and a dst is another bucket.
+fn bucket_area<'a>(
+    buf: &'a [u8],
+    id: u32,
+    num_buckets: u32,
+    verify: bool,
+    path: &Path,
+    offset: u64,
+) -> Result<(BucketTail, &'a [u8])> {
+    let bad = |reason: String| Error::corruption(path, offset, format!("bucket {id}: {reason}"));
     let b = buf.len();
     let body_end = b
         .checked_sub(4)
@@ -156,15 +212,7 @@ pub(super) fn open_bucket<'a>(
     let used = usize::from(tail.used);
     let area = buf.get(..used).filter(|_| used <= b - BUCKET_TAIL_LEN);
     let area = area.ok_or_else(|| bad(format!("{used} bytes of entries do not fit")))?;
-    let entries = decode_entries(area).map_err(|at| bad(format!("bad entry at byte {at}")))?;
-    if entries.len() != usize::from(tail.count) {
-        return Err(bad(format!(
-            "{} entries, tail says {}",
-            entries.len(),
-            tail.count
-        )));
-    }
-    Ok((tail, entries))
+    Ok((tail, area))
 }
 
 /// A record of the overflow index (24 bytes).

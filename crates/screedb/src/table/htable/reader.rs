@@ -279,8 +279,9 @@ impl HTable {
         let target = self.locate(home, rank)?;
         c.bucket_reads.fetch_add(1, Ordering::Relaxed);
         let bucket = self.bucket_bytes(target)?;
-        let (_, entries) = self.open_bucket(target, &bucket, false)?;
-        Ok(answer(&entries, user_key, snapshot))
+        let at_file = (&*self.path, self.bucket_offset(target));
+        let found = format::find_in_bucket(&bucket, target, n, at_file, user_key, snapshot)?;
+        Ok(found.map_or(HProbe::Missed, |e| hit(&e)))
     }
 
     /// The bucket holding a group homed in `home` with rank `rank`: follows migration records
@@ -425,24 +426,24 @@ impl HTable {
 
 /// The newest visible version of `user_key` among `entries` (versions are newest first).
 fn answer(entries: &[Entry<'_>], user_key: &[u8], snapshot: u64) -> HProbe {
-    let hit = entries
+    entries
         .iter()
-        .find(|e| e.user_key == user_key && e.seq() <= snapshot);
-    match hit {
-        Some(e) => {
-            let kind = e.kind().unwrap_or(ValueKind::Deletion);
-            let value = if kind == ValueKind::Value {
-                e.value.to_vec()
-            } else {
-                Vec::new()
-            };
-            HProbe::Hit {
-                kind,
-                value,
-                seq: e.seq(),
-            }
-        }
-        None => HProbe::Missed,
+        .find(|e| e.user_key == user_key && e.seq() <= snapshot)
+        .map_or(HProbe::Missed, hit)
+}
+
+/// The probe's answer for entry `e`.
+fn hit(e: &Entry<'_>) -> HProbe {
+    let kind = e.kind().unwrap_or(ValueKind::Deletion);
+    let value = if kind == ValueKind::Value {
+        e.value.to_vec()
+    } else {
+        Vec::new()
+    };
+    HProbe::Hit {
+        kind,
+        value,
+        seq: e.seq(),
     }
 }
 
