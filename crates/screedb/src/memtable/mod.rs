@@ -463,21 +463,33 @@ impl MemTable {
 
     /// The newest entry for `user_key` with sequence <= `snapshot` (membuffer, then skiplist).
     pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> LookupResult {
+        self.get_entry(user_key, snapshot)
+            .map_or(LookupResult::NotFound, |(_, found)| found)
+    }
+
+    /// [`MemTable::get`] with the entry's sequence number; `None` if no entry is visible.
+    pub fn get_entry(
+        &self,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+    ) -> Option<(SequenceNumber, LookupResult)> {
         if let Some(found) = self.nonempty_buffer().and_then(|b| {
-            b.get(user_key, |e| (e.seq <= snapshot).then(|| lookup_of(&e)))
-                .flatten()
+            b.get(user_key, |e| {
+                (e.seq <= snapshot).then(|| (e.seq, lookup_of(&e)))
+            })
+            .flatten()
         }) {
-            return found;
+            return Some(found);
         }
         if !self.list_may_hold(user_key) {
-            return LookupResult::NotFound;
+            return None;
         }
         let found = match self.list.newest(user_key) {
             // The newest entry is the one to read unless it is newer than the snapshot.
             Newest::Entry(ikey, value) if key::trailer(ikey) >> 8 <= snapshot => {
                 Some((ikey, value))
             }
-            Newest::Absent => return LookupResult::NotFound,
+            Newest::Absent => return None,
             Newest::Entry(..) | Newest::Unknown => {
                 let target = key::make_internal_key(
                     user_key,
@@ -487,20 +499,19 @@ impl MemTable {
                 self.list.seek(&target)
             }
         };
-        let Some((ikey, value)) = found else {
-            return LookupResult::NotFound;
-        };
-        let Some(parsed) = key::parse_internal_key(ikey) else {
-            return LookupResult::NotFound;
-        };
+        let (ikey, value) = found?;
+        let parsed = key::parse_internal_key(ikey)?;
         let user = self.list.comparator().user();
         if user.compare(parsed.user_key, user_key).is_ne() {
-            return LookupResult::NotFound;
+            return None;
         }
-        match parsed.kind {
-            ValueKind::Value => LookupResult::Found(value.to_vec()),
-            ValueKind::Deletion => LookupResult::Deleted,
-        }
+        Some((
+            parsed.seq,
+            match parsed.kind {
+                ValueKind::Value => LookupResult::Found(value.to_vec()),
+                ValueKind::Deletion => LookupResult::Deleted,
+            },
+        ))
     }
 
     /// An iterator over the skiplist's entries in internal-key order (call [`MemTable::drain`]

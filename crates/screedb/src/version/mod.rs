@@ -348,6 +348,28 @@ impl Version {
         snapshot: SequenceNumber,
         threshold: u32,
     ) -> Result<(Lookup, ReadCost)> {
+        let (found, cost) = self.get_entry_counting(tables, user_key, snapshot, threshold)?;
+        Ok((found.map_or(Lookup::NotFound, |(f, _)| f), cost))
+    }
+
+    /// The newest entry for `user_key` visible at `snapshot` and its sequence number; `None` if
+    /// no table holds one.
+    pub fn get_entry(
+        &self,
+        tables: &TableCache,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+    ) -> Result<Option<(Lookup, SequenceNumber)>> {
+        Ok(self.get_entry_counting(tables, user_key, snapshot, 0)?.0)
+    }
+
+    fn get_entry_counting(
+        &self,
+        tables: &TableCache,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+        threshold: u32,
+    ) -> Result<(Option<(Lookup, SequenceNumber)>, ReadCost)> {
         let mut cost = ReadCost::default();
         let target = key::make_internal_key(user_key, snapshot, ValueKind::FOR_SEEK);
         let ucmp = self.icmp.user();
@@ -368,15 +390,15 @@ impl Version {
                         }
                         None => table.probe(user_key, &target)?,
                     };
-                    if let Probe::Hit(found, _) = probe {
-                        return Ok((found, cost));
+                    if let Probe::Hit(found, seq) = probe {
+                        return Ok((Some((found, seq)), cost));
                     }
                 }
                 continue;
             }
             if let Some(h) = &hash {
                 match layout::trie::probe_level(self, tables, level, h, user_key, &target)? {
-                    Some(found) => return Ok((found, cost)),
+                    Some(found) => return Ok((Some(found), cost)),
                     None => continue,
                 }
             }
@@ -385,8 +407,8 @@ impl Version {
             // candidates hold.
             let mut candidates = layout::point_candidates(self, level, user_key, &target);
             if let [f] = candidates.as_slice() {
-                if let Probe::Hit(found, _) = Self::probe(tables, f, user_key, &target)? {
-                    return Ok((found, cost));
+                if let Probe::Hit(found, seq) = Self::probe(tables, f, user_key, &target)? {
+                    return Ok((Some((found, seq)), cost));
                 }
                 continue;
             }
@@ -407,11 +429,11 @@ impl Version {
                     Probe::Hit(..) | Probe::Missed | Probe::Filtered => {}
                 }
             }
-            if let Some((found, _)) = best {
-                return Ok((found, cost));
+            if best.is_some() {
+                return Ok((best, cost));
             }
         }
-        Ok((Lookup::NotFound, cost))
+        Ok((None, cost))
     }
 
     fn probe(

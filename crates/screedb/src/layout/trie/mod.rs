@@ -177,7 +177,7 @@ pub(crate) fn probe_level(
     hash: &KeyHash,
     user_key: &[u8],
     target: &[u8],
-) -> Result<Option<Lookup>> {
+) -> Result<Option<(Lookup, SequenceNumber)>> {
     let route = route_of(hash, level);
     let containers = version.runs(level);
     let Ok(i) = containers.binary_search_by(|c| c[0].route.cmp(&route)) else {
@@ -226,7 +226,7 @@ pub(crate) fn probe_level(
             best = Some((found, seq));
         }
     }
-    Ok(best.map(|(found, _)| found))
+    Ok(best)
 }
 
 /// The tables of `level` (>= 1) that may hold `user_key`: its container's, newest first.
