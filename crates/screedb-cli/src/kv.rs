@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::path::PathBuf;
 
 use screedb::{Db, Options, WriteBatch, WriteOptions};
@@ -145,18 +145,34 @@ fn scan_end(to: Option<Vec<u8>>, prefix: Option<&[u8]>) -> Bound<Vec<u8>> {
     }
 }
 
-/// `screedb scan`.
+/// A key and its value.
+type Pair = (Vec<u8>, Vec<u8>);
+
+/// `screedb scan`: in key order, or in no particular order for a layout that keeps none (the
+/// trie: `Db::scan_unordered`, every pair checked against the bounds).
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CliResult {
     let arg = &args.db;
     let bytes = |o: &Option<OsString>| o.clone().map(|a| arg.bytes(a)).transpose();
     let (from, to, prefix) = (bytes(&args.from)?, bytes(&args.to)?, bytes(&args.prefix)?);
-    let start = scan_start(from, prefix.as_deref());
-    let end = scan_end(to, prefix.as_deref());
+    let bounds = (
+        scan_start(from, prefix.as_deref()),
+        scan_end(to, prefix.as_deref()),
+    );
     let db = arg.open(false)?;
     let limit = args
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    for item in db.range((start, end))?.take(limit) {
+    let pairs: Box<dyn Iterator<Item = screedb::Result<Pair>>> = match db.range(bounds.clone()) {
+        Ok(range) => Box::new(range),
+        Err(screedb::Error::NotSupported { .. }) => {
+            let all = db.scan_unordered(&screedb::ReadOptions::default())?;
+            Box::new(
+                all.filter(move |item| item.as_ref().map_or(true, |(k, _)| bounds.contains(k))),
+            )
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for item in pairs.take(limit) {
         let (k, v) = item?;
         writeln!(out, "{}\t{}", escape(&k), escape(&v))?;
     }

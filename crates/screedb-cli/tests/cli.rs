@@ -312,3 +312,37 @@ fn memory_flodb_is_used_by_bench_and_commands_that_open_a_database() {
     );
     assert!(ok(&["stats", "--db", &db]).contains("skiplist"));
 }
+
+#[test]
+fn scan_of_a_trie_database_lists_every_pair_in_no_particular_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = db_arg(&tmp.path().join("trie"));
+    ok(&[
+        "put", "--db", &db, "--create", "--layout", "trie", "b1", "x",
+    ]);
+    for (k, v) in [("a1", "1"), ("b2", "2"), ("b1", "3"), ("c1", "4")] {
+        ok(&["put", "--db", &db, k, v]);
+    }
+    ok(&["delete", "--db", &db, "c1"]);
+    let sorted = |out: String| {
+        let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        sorted(ok(&["scan", "--db", &db])),
+        ["a1\t1", "b1\t3", "b2\t2"]
+    );
+    assert_eq!(
+        sorted(ok(&["scan", "--db", &db, "--prefix", "b"])),
+        ["b1\t3", "b2\t2"]
+    );
+    assert_eq!(
+        sorted(ok(&["scan", "--db", &db, "--from", "a2", "--to", "b2"])),
+        ["b1\t3"]
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--limit", "1"]).lines().count(),
+        1
+    );
+}

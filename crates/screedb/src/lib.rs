@@ -40,7 +40,7 @@ pub mod wal;
 pub mod write_batch;
 
 pub use comparator::{BytewiseComparator, Comparator};
-pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats};
+pub use db::{Db, DbIterator, RangeIter, Snapshot, Stats, UnorderedScan};
 pub use error::{Error, Result};
 pub use foreign::{ForeignFormat, ImportReport, import_leveldb};
 pub use info_log::{InfoLog, Logger};

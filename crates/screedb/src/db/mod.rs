@@ -17,6 +17,7 @@ mod read;
 mod snapshot;
 mod stats;
 mod thread_priority;
+mod unordered;
 mod write;
 mod write_queue;
 mod write_rate;
@@ -33,6 +34,7 @@ use arc_swap::ArcSwap;
 pub use iter::{DbIterator, RangeIter};
 pub use snapshot::Snapshot;
 pub use stats::Stats;
+pub use unordered::UnorderedScan;
 
 use crate::compaction::{self, CompactionStrategy};
 use crate::comparator::InternalKeyComparator;
@@ -92,6 +94,27 @@ fn latest_for_scan(inner: &DbInner) -> (key::SequenceNumber, Arc<SuperVersion>) 
         mem.drain_for_scan(pin.sequence());
     }
     (pin.sequence(), sv)
+}
+
+/// The sequence and super version a scan of `snapshot` (`None`: now) reads. Scans read the
+/// skiplists only: buffered versions they can see move there first.
+fn pin_for_scan(
+    inner: &DbInner,
+    snapshot: Option<key::SequenceNumber>,
+) -> (key::SequenceNumber, Arc<SuperVersion>) {
+    match snapshot {
+        None if inner.options.memory == Memory::Flodb => latest_for_scan(inner),
+        _ => {
+            let seq = snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
+            let sv = inner.super_version.load_full();
+            // A snapshot keeps what it can see from in-place overwrites; without a membuffer
+            // there is nothing to drain.
+            for mem in sv.memtables() {
+                mem.drain_for_scan(seq);
+            }
+            (seq, sv)
+        }
+    }
 }
 
 /// An immutable memtable waiting for its flush, with the WAL that holds its writes.
@@ -352,22 +375,7 @@ impl Db {
         let inner = &self.inner;
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
-        let snapshot = inner.snapshot_sequence(options)?;
-        // Iterators read the skiplists only: buffered versions they can see move there first.
-        let (seq, sv) = match snapshot {
-            None if inner.options.memory == Memory::Flodb => latest_for_scan(inner),
-            _ => {
-                let seq =
-                    snapshot.unwrap_or_else(|| inner.visible_sequence.load(Ordering::Acquire));
-                let sv = inner.super_version.load_full();
-                // A snapshot keeps what it can see from in-place overwrites; without a
-                // membuffer there is nothing to drain.
-                for mem in sv.memtables() {
-                    mem.drain_for_scan(seq);
-                }
-                (seq, sv)
-            }
-        };
+        let (seq, sv) = pin_for_scan(inner, inner.snapshot_sequence(options)?);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for imm in &sv.imms {
@@ -438,6 +446,31 @@ impl Db {
             it.count_seeks(Arc::downgrade(inner));
         }
         Ok(it)
+    }
+
+    /// Every live `(key, value)` pair as of `options.snapshot` (or now), once each, in no
+    /// particular order: the one full scan a layout without key order (the trie) offers, where
+    /// [`Db::iter`] is [`Error::NotSupported`]. It reads one source at a time (each memtable,
+    /// then each table through its sorted view) and does a point lookup per entry to keep only
+    /// the newest visible version of each key, so it costs about a get per stored entry. With
+    /// a layout that keeps key order it is [`Db::iter`] from the first key, in key order. A
+    /// snapshot of another database is [`Error::InvalidArgument`].
+    pub fn scan_unordered(&self, options: &ReadOptions<'_>) -> Result<UnorderedScan> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        if inner.options.layout.kind().keeps_key_order() {
+            let it = self.iter(options)?;
+            return Ok(UnorderedScan::ordered(
+                it.into_range(Bound::Unbounded, Bound::Unbounded),
+            ));
+        }
+        let (seq, sv) = pin_for_scan(inner, inner.snapshot_sequence(options)?);
+        Ok(UnorderedScan::by_source(
+            sv,
+            seq,
+            Arc::clone(&inner.tables),
+            Arc::clone(&inner.obsolete),
+        ))
     }
 
     /// `(key, value)` pairs whose keys lie in `range`, ascending, as of now.
