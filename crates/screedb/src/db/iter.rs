@@ -15,6 +15,13 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
 
+/// What an iterator of the latest state needs to read it again.
+struct Refresh {
+    db: Weak<DbInner>,
+    /// The prefix a [`crate::Db::prefix`] iterator was built for (its tables are chosen by it).
+    prefix: Option<Vec<u8>>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -36,6 +43,9 @@ pub struct DbIterator {
     /// FLSM seek compaction: the database whose background threads a hot guard wakes (weak, so
     /// an iterator never keeps a closed database alive).
     seek_counting: Option<Weak<DbInner>>,
+    /// Where [`DbIterator::refresh`] reads the latest state from; `None` for an iterator at a
+    /// snapshot.
+    refresh: Option<Refresh>,
     _pinned: Arc<SuperVersion>,
     /// Dropped after `_pinned`: deletes the tables the pinned version was the last to hold (an
     /// iterator may outlive the compaction that replaced them).
@@ -69,9 +79,48 @@ impl DbIterator {
             saved_value: Vec::new(),
             error: None,
             seek_counting: None,
+            refresh: None,
             _pinned: pinned,
             _purge: PurgeOnDrop(obsolete),
         }
+    }
+
+    /// Lets [`DbIterator::refresh`] read the latest state of `db` again (tables chosen for
+    /// `prefix`, if given).
+    pub(crate) fn refresh_from(&mut self, db: Weak<DbInner>, prefix: Option<Vec<u8>>) {
+        self.refresh = Some(Refresh { db, prefix });
+    }
+
+    /// Moves the iterator to the database's latest state (RocksDB's `Iterator::Refresh`): it
+    /// then sees every write made before this call, and is left unpositioned (seek again).
+    /// Cheap when no flush or compaction happened since the iterator last pinned its sources
+    /// (it reads the same memtables and tables at a newer sequence); else it opens the new
+    /// sources. An iterator created at a snapshot reads that snapshot for good:
+    /// [`Error::InvalidArgument`]; so is a refresh after the database was closed.
+    pub fn refresh(&mut self) -> Result<()> {
+        let Some(refresh) = &self.refresh else {
+            return Err(Error::invalid(
+                "refresh: this iterator reads at a snapshot, which does not move",
+            ));
+        };
+        let db = refresh
+            .db
+            .upgrade()
+            .ok_or_else(|| Error::invalid("refresh: the database was closed"))?;
+        db.check_open()?;
+        let (sequence, sv) = super::pin_for_scan(&db, None);
+        if !Arc::ptr_eq(&sv, &self._pinned) || self.inner.status().is_err() {
+            // The old sources drop before the version that holds their tables.
+            self.inner = super::merged_iter(&db, &sv, refresh.prefix.as_deref())?;
+            self._pinned = sv;
+        }
+        self.sequence = sequence;
+        self.direction = Direction::Forward;
+        self.valid = false;
+        self.error = None;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        Ok(())
     }
 
     /// Counts every [`DbIterator::seek`] in the seek counters of the pinned version's guards.

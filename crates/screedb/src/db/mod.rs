@@ -117,6 +117,75 @@ fn pin_for_scan(
     }
 }
 
+/// The internal iterator a [`DbIterator`] over `sv` reads: the memtables, level 0's tables and
+/// one concatenating iterator per sorted run, merged. With `prefix`, tables that cannot hold a
+/// key starting with it are left out.
+fn merged_iter(
+    inner: &DbInner,
+    sv: &SuperVersion,
+    prefix: Option<&[u8]>,
+) -> Result<Box<dyn InternalIterator>> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    children.push(Box::new(sv.mem.iter()));
+    for imm in &sv.imms {
+        children.push(Box::new(imm.iter()));
+    }
+    let skips = std::cell::Cell::new(0u64);
+    let end = prefix.and_then(crate::comparator::bytewise_prefix_successor);
+    let wanted = |f: &FileMeta| -> Result<bool> {
+        let Some(p) = prefix else { return Ok(true) };
+        let ucmp = inner.icmp.user();
+        let in_range = ucmp.compare(f.largest_user_key(), p).is_ge()
+            && end
+                .as_deref()
+                .is_none_or(|e| ucmp.compare(f.smallest_user_key(), e).is_lt());
+        let keep = in_range && inner.tables.get(f)?.may_contain_prefix(p);
+        if in_range && !keep {
+            skips.set(skips.get() + 1);
+        }
+        Ok(keep)
+    };
+    for file in sv.version.files(0) {
+        if wanted(file)? {
+            children.push(inner.tables.get(file)?.iter()?);
+        }
+    }
+    // One concatenating iterator per sorted run: one per level in the leveled layout, one
+    // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
+    let tables = Arc::clone(&inner.tables);
+    let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
+        tables.get(f)?.iter()
+    });
+    // Lazy seeks: a run whose tables leave a gap at the target (FLSM guards with fewer
+    // fragments than the deepest one) opens its next table only if the scan reaches it.
+    for level in 1..sv.version.num_levels() {
+        for run in crate::layout::iteration_runs(&sv.version, level)? {
+            let run = match prefix {
+                None => Arc::clone(run),
+                Some(_) => {
+                    let mut kept = Vec::new();
+                    for f in run.iter() {
+                        if wanted(f)? {
+                            kept.push(Arc::clone(f));
+                        }
+                    }
+                    if kept.is_empty() {
+                        continue;
+                    }
+                    Arc::from(kept)
+                }
+            };
+            children.push(Box::new(
+                ConcatIterator::new(inner.icmp.clone(), run, Arc::clone(&open)).lazy_seeks(),
+            ));
+        }
+    }
+    if skips.get() > 0 {
+        Counters::add(&inner.counters.prefix_filter_skips, skips.get());
+    }
+    Ok(Box::new(MergingIterator::new(inner.icmp.clone(), children)))
+}
+
 /// An immutable memtable waiting for its flush, with the WAL that holds its writes.
 struct Immutable {
     mem: Arc<MemTable>,
@@ -376,72 +445,17 @@ impl Db {
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
         let (seq, sv) = pin_for_scan(inner, inner.snapshot_sequence(options)?);
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        children.push(Box::new(sv.mem.iter()));
-        for imm in &sv.imms {
-            children.push(Box::new(imm.iter()));
-        }
-        let skips = std::cell::Cell::new(0u64);
-        let end = prefix.and_then(crate::comparator::bytewise_prefix_successor);
-        let wanted = |f: &FileMeta| -> Result<bool> {
-            let Some(p) = prefix else { return Ok(true) };
-            let ucmp = inner.icmp.user();
-            let in_range = ucmp.compare(f.largest_user_key(), p).is_ge()
-                && end
-                    .as_deref()
-                    .is_none_or(|e| ucmp.compare(f.smallest_user_key(), e).is_lt());
-            let keep = in_range && inner.tables.get(f)?.may_contain_prefix(p);
-            if in_range && !keep {
-                skips.set(skips.get() + 1);
-            }
-            Ok(keep)
-        };
-        for file in sv.version.files(0) {
-            if wanted(file)? {
-                children.push(inner.tables.get(file)?.iter()?);
-            }
-        }
-        // One concatenating iterator per sorted run: one per level in the leveled layout, one
-        // per overlapping fragment depth in FLSM (fragments of a guard are merged this way).
-        let tables = Arc::clone(&inner.tables);
-        let open: OpenTable = Arc::new(move |f: &FileMeta| -> Result<Box<dyn InternalIterator>> {
-            tables.get(f)?.iter()
-        });
-        // Lazy seeks: a run whose tables leave a gap at the target (FLSM guards with fewer
-        // fragments than the deepest one) opens its next table only if the scan reaches it.
-        for level in 1..sv.version.num_levels() {
-            for run in crate::layout::iteration_runs(&sv.version, level)? {
-                let run = match prefix {
-                    None => Arc::clone(run),
-                    Some(_) => {
-                        let mut kept = Vec::new();
-                        for f in run.iter() {
-                            if wanted(f)? {
-                                kept.push(Arc::clone(f));
-                            }
-                        }
-                        if kept.is_empty() {
-                            continue;
-                        }
-                        Arc::from(kept)
-                    }
-                };
-                children.push(Box::new(
-                    ConcatIterator::new(inner.icmp.clone(), run, Arc::clone(&open)).lazy_seeks(),
-                ));
-            }
-        }
-        if skips.get() > 0 {
-            Counters::add(&inner.counters.prefix_filter_skips, skips.get());
-        }
-        let merged = MergingIterator::new(inner.icmp.clone(), children);
+        let merged = merged_iter(inner, &sv, prefix)?;
         let mut it = DbIterator::new(
-            Box::new(merged),
+            merged,
             Arc::clone(inner.icmp.user()),
             seq,
             sv,
             Arc::clone(&inner.obsolete),
         );
+        if options.snapshot.is_none() {
+            it.refresh_from(Arc::downgrade(inner), prefix.map(<[u8]>::to_vec));
+        }
         if inner.seek_threshold() > 0 {
             it.count_seeks(Arc::downgrade(inner));
         }
