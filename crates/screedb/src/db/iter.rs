@@ -93,9 +93,9 @@ impl DbIterator {
 
     /// Moves the iterator to the database's latest state (RocksDB's `Iterator::Refresh`): it
     /// then sees every write made before this call, and is left unpositioned (seek again).
-    /// Cheap when no flush or compaction happened since the iterator last pinned its sources
-    /// (it reads the same memtables and tables at a newer sequence); else it opens the new
-    /// sources. An iterator created at a snapshot reads that snapshot for good:
+    /// When no flush or compaction happened since the iterator last pinned its sources, it
+    /// keeps them (nothing is opened again) and reads them at the newer sequence; else it opens
+    /// the new ones. An iterator created at a snapshot reads that snapshot for good:
     /// [`Error::InvalidArgument`]; so is a refresh after the database was closed.
     pub fn refresh(&mut self) -> Result<()> {
         let Some(refresh) = &self.refresh else {
