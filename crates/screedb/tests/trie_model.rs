@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 mod crash_common;
+mod trie_common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,43 +16,13 @@ use std::sync::Arc;
 use crash_common::{Rng, random_batch, seed_from};
 use screedb::check::{check_database, stored_layout};
 use screedb::fs::{Fs, MemFs};
-use screedb::{Db, Error, Layout, LayoutKind, Options, ReadOptions, TrieOptions};
+use screedb::{Db, Error, Layout, LayoutKind, Options, ReadOptions};
+use trie_common::{key, options, value};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn seed() -> u64 {
     seed_from("SCREEDB_MODEL_SEED", "trie_model")
-}
-
-/// Tiny tables (a few KiB of buckets), two-table piles and four levels: every mechanism of the
-/// layout runs within a few thousand writes.
-fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        create_if_missing: true,
-        fs,
-        layout: Layout::Trie(TrieOptions {
-            bucket_bytes: 512,
-            split_tables: 2,
-            max_tables_per_container: 2,
-            ..TrieOptions::default()
-        }),
-        write_buffer_size: 8 << 10,
-        target_file_size: 8 << 10,
-        l0_compaction_trigger: 2,
-        num_levels: 4,
-        block_cache_bytes: 32 << 10,
-        ..Options::default()
-    }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{i:05}").into_bytes()
-}
-
-fn value(i: u64, step: u64) -> Vec<u8> {
-    let mut v = format!("v{i}.{step}.").into_bytes();
-    v.resize(8 + (step % 60) as usize, b'x');
-    v
 }
 
 fn assert_matches(db: &Db, model: &Model, keys: u64, what: &str) {

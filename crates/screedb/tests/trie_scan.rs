@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 mod crash_common;
+mod trie_common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,38 +17,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crash_common::{Rng, random_batch, seed_from};
 use screedb::fs::MemFs;
-use screedb::{Db, Layout, Memory, Options, ReadOptions, Snapshot, TrieOptions};
+use screedb::{Db, Layout, Memory, Options, ReadOptions, Snapshot};
+use trie_common::{key, value};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// Small tables and piles, so that the trie grows several levels within a few thousand writes.
 fn options(fs: Arc<MemFs>, memory: Memory) -> Options {
     Options {
-        create_if_missing: true,
-        fs,
         memory,
-        layout: Layout::Trie(TrieOptions {
-            bucket_bytes: 512,
-            split_tables: 2,
-            max_tables_per_container: 2,
-            ..TrieOptions::default()
-        }),
-        write_buffer_size: 8 << 10,
-        target_file_size: 8 << 10,
-        l0_compaction_trigger: 2,
-        num_levels: 4,
-        ..Options::default()
+        ..trie_common::options(fs)
     }
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{i:05}").into_bytes()
-}
-
-fn value(i: u64, step: u64) -> Vec<u8> {
-    let mut v = format!("v{i}.{step}.").into_bytes();
-    v.resize(8 + (step % 40) as usize, b'x');
-    v
 }
 
 /// Everything `scan_unordered` returns, failing on a key returned twice.
