@@ -26,7 +26,7 @@ use crate::table::{Block, BlockBuilder, BlockCache, BlockHandle};
 
 use super::format::{self, Entry, HFooter, MigrationRecord, OverflowRecord};
 use super::hash::{KeyHash, MAX_FILTER_PROBES, filter_may_contain};
-use super::migration::rank_at;
+use super::migration::{MigrationIndex, rank_at};
 use super::{
     HProbe, HTABLE_FOOTER_LEN, HTableOptions, HTableProperties, HTableStats, ReadCounters,
 };
@@ -49,6 +49,8 @@ pub struct HTable {
     /// Loaded (and checked) by the first probe that uses them.
     filters: OnceLock<Filters>,
     migrations: Vec<MigrationRecord>,
+    /// Which buckets have a record in `migrations`, and where.
+    migration_index: MigrationIndex,
     overflow: Vec<OverflowRecord>,
     block_cache: Option<Arc<BlockCache>>,
     /// Buckets of a mapped file whose checksum held (no bits if the file is not mapped).
@@ -151,6 +153,7 @@ impl HTable {
             footer,
             props,
             filters: OnceLock::new(),
+            migration_index: MigrationIndex::new(&migrations, n),
             migrations,
             overflow,
             block_cache,
@@ -203,6 +206,7 @@ impl HTable {
             + size_of::<HTableProperties>();
         (filters
             + size_of::<MigrationRecord>() * self.migrations.len()
+            + self.migration_index.bytes()
             + size_of::<OverflowRecord>() * self.overflow.len()
             + props
             + self.checked.bytes()
@@ -302,11 +306,7 @@ impl HTable {
     }
 
     pub(super) fn migration_of(&self, bucket: u32) -> Option<&MigrationRecord> {
-        let i = self
-            .migrations
-            .binary_search_by_key(&bucket, |m| m.bucket)
-            .ok()?;
-        self.migrations.get(i)
+        self.migrations.get(self.migration_index.position(bucket)?)
     }
 
     pub(super) fn verify_checksums(&self) -> bool {
