@@ -105,9 +105,9 @@ fn every_byte_flip_is_caught_by_probe_or_verify() {
     }
 }
 
-/// Buckets used in place from a mapped file: every key reads back twice over (the second time
-/// through buckets already checked, and through the block cache too), and a flip in a bucket
-/// is reported by the first probe that reads it, never returned as data.
+/// Buckets and overflow groups used in place from a mapped file: every key reads back twice
+/// over (the second time through ones already checked), and a flip in a bucket or a group is
+/// reported by the first probe that reads it, never returned as data.
 #[test]
 fn mapped_buckets_are_checked_on_first_read() {
     let (items, opts) = sample();
@@ -136,7 +136,9 @@ fn mapped_buckets_are_checked_on_first_read() {
         }
     }
     let bucket = p.bucket_bytes as usize;
-    for at in [1, bucket + 2, 2 * bucket + 3] {
+    let overflow = p.num_buckets as usize * bucket;
+    assert!(p.overflow_groups > 0, "{p:?}");
+    for at in [1, bucket + 2, 2 * bucket + 3, overflow + 40] {
         let mut bad = bytes.clone();
         bad[at] ^= 0x10;
         let (t, path) = open_mapped("flip.ht", &bad);
