@@ -16,15 +16,16 @@ use super::{RangeIter, SuperVersion};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SequenceNumber, ValueKind};
+use crate::memtable::MemTable;
 use crate::table::TableCache;
+use crate::version::FileRef;
 use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
 
-/// Where the scan reads next: a memtable (by its place in [`SuperVersion::memtables`]) or a
-/// table (level, index in the level).
-#[derive(Debug, Clone, Copy)]
+/// What the scan reads next.
+#[derive(Debug)]
 enum Source {
-    Memtable(usize),
-    Table(usize, usize),
+    Memtable(Arc<MemTable>),
+    Table(FileRef),
 }
 
 /// `(key, value)` pairs of every live key, in no particular order; see
@@ -102,9 +103,12 @@ impl SourceScan {
         tables: Arc<TableCache>,
         obsolete: Arc<ObsoleteFiles>,
     ) -> SourceScan {
-        let mut sources: Vec<Source> = (0..sv.memtables().count()).map(Source::Memtable).collect();
+        let mut sources: Vec<Source> = sv
+            .memtables()
+            .map(|m| Source::Memtable(Arc::clone(m)))
+            .collect();
         for level in 0..sv.version.num_levels() {
-            sources.extend((0..sv.version.files(level).len()).map(|i| Source::Table(level, i)));
+            sources.extend(sv.version.files(level).iter().cloned().map(Source::Table));
         }
         SourceScan {
             current: None,
@@ -120,14 +124,8 @@ impl SourceScan {
 
     fn open(&self, source: Source) -> Result<Box<dyn InternalIterator>> {
         let mut it: Box<dyn InternalIterator> = match source {
-            Source::Memtable(i) => match self.sv.memtables().nth(i) {
-                Some(mem) => Box::new(mem.iter()),
-                None => return Err(Error::invalid("scan: memtable out of range")),
-            },
-            Source::Table(level, i) => match self.sv.version.files(level).get(i) {
-                Some(f) => f.reader(&self.tables)?.into_owned().iter()?,
-                None => return Err(Error::invalid("scan: table out of range")),
-            },
+            Source::Memtable(mem) => Box::new(mem.iter()),
+            Source::Table(f) => f.reader(&self.tables)?.into_owned().iter()?,
         };
         it.seek_to_first();
         Ok(it)
