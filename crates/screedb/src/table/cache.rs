@@ -9,15 +9,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use bytes::Bytes;
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RandomAccessFile};
+use crate::iter::InternalIterator;
 use crate::manifest::FileMeta;
 
 use super::block::Block;
+use super::block_builder::BlockBuilder;
 use super::htable::{Cluster, HTable, HTableStats, HashedTable, ReadCounters};
 use super::jungle::{NodeCache, TreeReader, TreeTable};
 use super::reader::Table;
@@ -96,6 +99,31 @@ impl BlockCache {
     /// Caches a block (a block larger than the whole cache is not kept).
     pub(crate) fn insert(&self, key: (u64, u64), block: Arc<Block>) {
         self.cache.insert(key, block);
+    }
+
+    /// Bytes cached at `key` by [`BlockCache::insert_bytes`], shared with the cache (not
+    /// copied), counting a hit or a miss. `icmp` orders the one-entry block they are kept in.
+    pub(crate) fn get_bytes(&self, key: (u64, u64), icmp: &InternalKeyComparator) -> Option<Bytes> {
+        let block = self.get(key)?;
+        let mut it = block.iter(icmp.clone());
+        it.seek_to_first();
+        it.valid().then(|| block.bytes().slice_ref(it.value()))
+    }
+
+    /// Caches `bytes` that have no block format of their own (an HTable bucket, a cluster page;
+    /// read from `file` at `offset`, checked) as a one-entry block whose value they are.
+    pub(crate) fn insert_bytes(
+        &self,
+        key: (u64, u64),
+        bytes: &[u8],
+        file: Arc<Path>,
+        offset: u64,
+    ) -> Result<()> {
+        let mut b = BlockBuilder::new(1);
+        b.add(&[0u8; 8], bytes);
+        let block = Block::new(b.finish().to_vec(), file, offset)?;
+        self.insert(key, Arc::new(block));
+        Ok(())
     }
 }
 

@@ -42,9 +42,8 @@ use crate::coding::{get_u32, get_u64, get_varint32, put_u32, put_u64, put_varint
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, RandomAccessFile};
-use crate::iter::InternalIterator;
+use crate::table::BlockCache;
 use crate::table::checked_once::CheckedOnce;
-use crate::table::{Block, BlockBuilder, BlockCache};
 
 use super::hash::{KeyHash, filter_add, filter_may_contain, probes_for};
 
@@ -361,22 +360,15 @@ impl Cluster {
         }
         let key = (self.cache_id, start);
         if let Some(cache) = &self.block_cache
-            && let Some(block) = cache.get(key)
+            && let Some(page) = cache.get_bytes(key, &self.icmp)
         {
-            let mut it = block.iter(self.icmp.clone());
-            it.seek_to_first();
-            if it.valid() {
-                return Ok(block.bytes().slice_ref(it.value()));
-            }
+            return Ok(page);
         }
         let buf = self.file.read_vec(start, len)?;
         self.check_page(&buf, p, start)?;
         let page = Bytes::from(buf).slice(..len.saturating_sub(4));
         if let Some(cache) = &self.block_cache {
-            let mut b = BlockBuilder::new(1);
-            b.add(&[0u8; 8], &page);
-            let block = Block::new(b.finish().to_vec(), Arc::clone(&self.path), start)?;
-            cache.insert(key, Arc::new(block));
+            cache.insert_bytes(key, &page, Arc::clone(&self.path), start)?;
         }
         Ok(page)
     }

@@ -18,11 +18,10 @@ use crate::coding::get_u32;
 use crate::comparator::{InternalKeyComparator, default_comparator};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::iter::InternalIterator;
 use crate::key::ValueKind;
 use crate::table::checked_once::CheckedOnce;
 use crate::table::format::read_block;
-use crate::table::{Block, BlockBuilder, BlockCache, BlockHandle};
+use crate::table::{BlockCache, BlockHandle};
 
 use super::format::{self, Entry, HFooter, MigrationRecord, OverflowRecord};
 use super::hash::{KeyHash, MAX_FILTER_PROBES, filter_may_contain};
@@ -351,8 +350,8 @@ impl HTable {
 
     /// The bytes of bucket `id`, its checksum checked (unless `verify_checksums` is off and
     /// the bucket is read for a probe alone): in place in a mapped file (checked the first time
-    /// after open), else from the block cache (where a bucket is kept checked, as a one-entry
-    /// [`Block`] whose value is the bucket) or the file. Nothing is copied but a read.
+    /// after open), else from the block cache (where a bucket is kept checked,
+    /// [`BlockCache::insert_bytes`]) or the file. Nothing is copied but a read.
     pub(super) fn bucket_bytes(&self, id: u32) -> Result<Bytes> {
         let offset = self.bucket_offset(id);
         let len = self.footer.bucket_bytes as usize;
@@ -366,13 +365,10 @@ impl HTable {
         }
         let key = (self.file_number, offset);
         if let Some(cache) = &self.block_cache
-            && let Some(block) = cache.get(key)
+            && let Some(bytes) = cache.get_bytes(key, &self.icmp)
+            && bytes.len() == len
         {
-            let mut it = block.iter(self.icmp.clone());
-            it.seek_to_first();
-            if it.valid() && it.value().len() == len {
-                return Ok(block.bytes().slice_ref(it.value()));
-            }
+            return Ok(bytes);
         }
         let buf = self.file.read_vec(offset, len)?;
         // Only a bucket whose checksum holds is cached.
@@ -380,10 +376,7 @@ impl HTable {
             self.open_bucket(id, &buf, true)?;
         }
         if let Some(cache) = &self.block_cache {
-            let mut b = BlockBuilder::new(1);
-            b.add(&[0u8; 8], &buf);
-            let block = Block::new(b.finish().to_vec(), Arc::clone(&self.path), offset)?;
-            cache.insert(key, Arc::new(block));
+            cache.insert_bytes(key, &buf, Arc::clone(&self.path), offset)?;
         }
         Ok(Bytes::from(buf))
     }

@@ -381,8 +381,8 @@ fn balanced_at_90_percent_with_one_bucket_read_and_rare_false_positives() {
 
 /// The default fill (the paper's 95%), for full tables and for the smaller ones `finish`
 /// shrinks to their items (a flush, a container's last output): every item in a bucket, one
-/// bucket read per lookup, and the small tables as full as the large ones, less the three
-/// spare buckets (what a table writes beyond its items is write amplification).
+/// bucket read per lookup, and the small tables as full as the large ones, less the rounding
+/// up to a prime (what a table writes beyond its items is write amplification).
 #[test]
 fn balanced_at_95_percent_in_full_and_shrunk_tables() {
     let fill = HTableOptions::default().fill_percent;
