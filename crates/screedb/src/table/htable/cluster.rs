@@ -10,8 +10,10 @@
 //!
 //! ```text
 //! cluster := page * num_pages | index | footer
-//! page    := box(first slot) .. box(last slot) | zeros | crc: u32
+//! page    := box offset: u16 * (last slot - first slot + 1)
+//!            | box(first slot) .. box(last slot) | zeros | crc: u32
 //!            a page is page_bytes long, or the multiple of page_bytes that one box needs;
+//!            box offset: where the slot's box starts, from the page's first byte;
 //!            crc = mask(crc32c(page bytes before it ++ page number: u32))
 //! box(s)  := filter(table 0, s) .. filter(table n-1, s), tables in index order
 //! filter  := len: varint32 | bits (len bytes)   the Bloom filter (the HTable bucket filters'
@@ -21,10 +23,13 @@
 //! index   := num_tables: u32 | table number: u64 * num_tables
 //!            | num_pages: u32 | (page offset: u64, last slot: u32) * num_pages
 //! footer  := index offset: u64 | index len: u32 | index crc: u32 | num_slots: u32
-//!            | probes: u32 | page_bytes: u32 | format_version: u32 (= 1)
+//!            | probes: u32 | page_bytes: u32 | format_version: u32 (= 2)
 //!            | crc: u32 = mask(crc32c(footer bytes before it)) | magic: u64 = CLUSTER_MAGIC
 //!            (44 bytes)
 //! ```
+//!
+//! Format version 1 (written until 2026-11-30) is the same without the box offsets: a lookup
+//! walks the page's boxes from its first slot. Both are read.
 //!
 //! Pages hold consecutive slots; the index (in memory once open) maps a slot to its page, so a
 //! lookup reads one page (through the block cache) whatever the number of tables. `num_slots`
@@ -52,8 +57,12 @@ use super::hash::{KeyHash, filter_add, filter_may_contain, probes_for};
 pub const CLUSTER_MAGIC: u64 = 0x8fee_4eda_bde3_67a6;
 /// Bytes of the footer.
 pub const CLUSTER_FOOTER_LEN: usize = 44;
-/// The footer's `format_version`.
-const CLUSTER_FORMAT_VERSION: u32 = 1;
+/// The footer's `format_version` written: pages start with their boxes' offsets.
+const CLUSTER_FORMAT_VERSION: u32 = 2;
+/// The first format version, still read: pages without box offsets.
+const CLUSTER_FORMAT_WALKED: u32 = 1;
+/// Bytes of one box offset (format version 2).
+const BOX_OFFSET_LEN: usize = 2;
 /// Bytes of a page (a page one box overflows is a multiple of it).
 pub const CLUSTER_PAGE_BYTES: u32 = 4096;
 /// Block-cache ids of cluster pages: the holder's number with this bit set, so a page never
@@ -102,20 +111,52 @@ pub fn write_cluster(
     bits_per_key: u32,
     tables: &[SlotFilters],
 ) -> Result<u64> {
+    let out = encode_cluster(num_slots, bits_per_key, tables, CLUSTER_FORMAT_VERSION);
+    let mut file = fs.create(path)?;
+    file.append(&out)?;
+    file.sync()?;
+    file.finish()?;
+    Ok(out.len() as u64)
+}
+
+/// The bytes of a cluster in format `version` (1 or 2).
+fn encode_cluster(
+    num_slots: u32,
+    bits_per_key: u32,
+    tables: &[SlotFilters],
+    version: u32,
+) -> Vec<u8> {
     let probes = probes_for(bits_per_key);
     let page_bytes = CLUSTER_PAGE_BYTES as usize;
-    let capacity = page_bytes - 4;
+    let offset_len = match version {
+        CLUSTER_FORMAT_WALKED => 0,
+        _ => BOX_OFFSET_LEN,
+    };
     let mut out: Vec<u8> = Vec::new();
     let mut pages: Vec<(u64, u32)> = Vec::new();
-    let mut page: Vec<u8> = Vec::with_capacity(page_bytes);
+    // The open page: its boxes and where each starts among them.
+    let mut boxes: Vec<u8> = Vec::with_capacity(page_bytes);
+    let mut starts: Vec<usize> = Vec::new();
     let mut boxed: Vec<u8> = Vec::new();
-    let mut seal = |page: &mut Vec<u8>, last_slot: u32, out: &mut Vec<u8>| {
+    let mut seal = |boxes: &mut Vec<u8>, starts: &mut Vec<usize>, last_slot: u32| {
+        let header = offset_len * starts.len();
+        let mut page = Vec::with_capacity(header + boxes.len() + 4);
+        if offset_len > 0 {
+            for &start in starts.iter() {
+                // A page of several boxes is one page long; a longer one holds one box.
+                debug_assert!(header + start <= usize::from(u16::MAX));
+                page.extend_from_slice(&((header + start) as u16).to_le_bytes());
+            }
+        }
+        page.extend_from_slice(boxes);
         let len = (page.len() + 4).div_ceil(page_bytes) * page_bytes;
         page.resize(len - 4, 0);
-        put_u32(page, page_crc(page, pages.len()));
+        let crc = page_crc(&page, pages.len());
+        put_u32(&mut page, crc);
         pages.push((out.len() as u64, last_slot));
-        out.extend_from_slice(page);
-        page.clear();
+        out.extend_from_slice(&page);
+        boxes.clear();
+        starts.clear();
     };
     for slot in 0..num_slots {
         boxed.clear();
@@ -124,12 +165,14 @@ pub fn write_cluster(
             put_varint32(&mut boxed, bits.len() as u32);
             boxed.extend_from_slice(bits);
         }
-        if !page.is_empty() && page.len() + boxed.len() > capacity {
-            seal(&mut page, slot - 1, &mut out);
+        let grown = offset_len * (starts.len() + 1) + boxes.len() + boxed.len() + 4;
+        if !starts.is_empty() && grown > page_bytes {
+            seal(&mut boxes, &mut starts, slot - 1);
         }
-        page.extend_from_slice(&boxed);
+        starts.push(boxes.len());
+        boxes.extend_from_slice(&boxed);
     }
-    seal(&mut page, num_slots.saturating_sub(1), &mut out);
+    seal(&mut boxes, &mut starts, num_slots.saturating_sub(1));
 
     let index_offset = out.len() as u64;
     let mut index = Vec::new();
@@ -150,16 +193,12 @@ pub fn write_cluster(
     put_u32(&mut footer, num_slots);
     put_u32(&mut footer, probes);
     put_u32(&mut footer, CLUSTER_PAGE_BYTES);
-    put_u32(&mut footer, CLUSTER_FORMAT_VERSION);
+    put_u32(&mut footer, version);
     let crc = mask(crc32c(&footer));
     put_u32(&mut footer, crc);
     put_u64(&mut footer, CLUSTER_MAGIC);
     out.extend_from_slice(&footer);
-    let mut file = fs.create(path)?;
-    file.append(&out)?;
-    file.sync()?;
-    file.finish()?;
-    Ok(out.len() as u64)
+    out
 }
 
 /// An open cluster: its index in memory, pages read on demand.
@@ -169,6 +208,8 @@ pub struct Cluster {
     cache_id: u64,
     num_slots: u32,
     probes: u32,
+    /// The footer's format version: 2, pages begin with their boxes' offsets; 1, they do not.
+    version: u32,
     tables: Vec<u64>,
     /// (offset, last slot) of each page, by slot.
     pages: Vec<(u64, u32)>,
@@ -214,7 +255,8 @@ impl Cluster {
         if mask(crc32c(&footer[..32])) != field(32) {
             return Err(bad(start + 32, "cluster footer checksum mismatch"));
         }
-        if field(28) != CLUSTER_FORMAT_VERSION {
+        let version = field(28);
+        if version != CLUSTER_FORMAT_VERSION && version != CLUSTER_FORMAT_WALKED {
             return Err(bad(start + 28, "unknown cluster format version"));
         }
         let index_offset = get_u64(&footer).unwrap_or_default();
@@ -254,6 +296,7 @@ impl Cluster {
             cache_id: holder | CACHE_ID_BIT,
             num_slots,
             probes,
+            version,
             tables,
             pages,
             index_offset,
@@ -292,13 +335,7 @@ impl Cluster {
         let slot = hash.bucket(self.num_slots);
         let p = self.pages.partition_point(|page| page.1 < slot);
         let page = self.page(p)?;
-        let first = p.checked_sub(1).map_or(0, |q| self.pages[q].1 + 1);
-        let mut at = 0usize;
-        for _ in first..slot {
-            for _ in &self.tables {
-                at = self.skip_filter(&page, at, p)?;
-            }
-        }
+        let mut at = self.box_start(&page, p, slot)?;
         let mut out = Vec::with_capacity(self.tables.len());
         for _ in &self.tables {
             let (bits, next) = self.filter_at(&page, at, p)?;
@@ -306,6 +343,45 @@ impl Cluster {
             at = next;
         }
         Ok(out)
+    }
+
+    /// The offset in page `p` of `slot`'s box: read from the page's box offsets, or (format
+    /// version 1) found by walking the boxes before it.
+    fn box_start(&self, page: &[u8], p: usize, slot: u32) -> Result<usize> {
+        let first = self.first_slot(p);
+        let i = (slot - first) as usize;
+        if self.version == CLUSTER_FORMAT_WALKED {
+            let mut at = 0usize;
+            for _ in 0..i * self.tables.len() {
+                at = self.skip_filter(page, at, p)?;
+            }
+            return Ok(at);
+        }
+        let header = self.box_offsets_len(p);
+        page.get(i * BOX_OFFSET_LEN..)
+            .and_then(|b| b.get(..BOX_OFFSET_LEN))
+            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+            .filter(|&at| at >= header && at <= page.len())
+            .ok_or_else(|| {
+                Error::corruption(
+                    &*self.path,
+                    self.pages[p].0 + (i * BOX_OFFSET_LEN) as u64,
+                    format!("cluster page {p} has a box offset outside its boxes"),
+                )
+            })
+    }
+
+    /// The first slot of page `p`.
+    fn first_slot(&self, p: usize) -> u32 {
+        p.checked_sub(1).map_or(0, |q| self.pages[q].1 + 1)
+    }
+
+    /// Bytes of page `p`'s box offsets (none in format version 1).
+    fn box_offsets_len(&self, p: usize) -> usize {
+        match self.version {
+            CLUSTER_FORMAT_WALKED => 0,
+            _ => BOX_OFFSET_LEN * (self.pages[p].1 - self.first_slot(p) + 1) as usize,
+        }
     }
 
     /// Every table's filters (to extend the cluster with a new table, or to check it).
@@ -320,9 +396,15 @@ impl Cluster {
             .collect();
         for p in 0..self.pages.len() {
             let page = self.page(p)?;
-            let first = p.checked_sub(1).map_or(0, |q| self.pages[q].1 + 1);
-            let mut at = 0usize;
-            for _ in first..=self.pages[p].1 {
+            let mut at = self.box_offsets_len(p);
+            for slot in self.first_slot(p)..=self.pages[p].1 {
+                if self.version != CLUSTER_FORMAT_WALKED && self.box_start(&page, p, slot)? != at {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        self.pages[p].0,
+                        format!("cluster page {p}: the box offset of slot {slot} is not its box"),
+                    ));
+                }
                 for t in &mut out {
                     let (bits, next) = self.filter_at(&page, at, p)?;
                     t.filters.push(bits.to_vec());
@@ -508,6 +590,49 @@ mod tests {
         write_cluster(&fs2, path, 11, 16, &tables).unwrap();
         let c = open(&fs2, path).unwrap();
         assert_eq!(c.may_hold(&hashes(7..8)[0]).unwrap(), vec![false]);
+    }
+
+    /// Clusters written before pages carried box offsets (format version 1) answer as the
+    /// current ones do, and the current pages' offsets lead to the boxes a walk finds.
+    #[test]
+    fn walked_pages_of_format_1_answer_as_offset_pages() {
+        let tables: Vec<SlotFilters> = (0..5u32)
+            .map(|t| SlotFilters::build(u64::from(t), &hashes(t * 700..t * 700 + 650), 61, 10))
+            .collect();
+        let (fs, old, new) = (MemFs::new(), Path::new("/1.bfc"), Path::new("/2.bfc"));
+        let bytes = encode_cluster(61, 10, &tables, CLUSTER_FORMAT_WALKED);
+        crate::fs::write_all_synced(&fs, old, &bytes).unwrap();
+        write_cluster(&fs, new, 61, 10, &tables).unwrap();
+        let (old, new) = (open(&fs, old).unwrap(), open(&fs, new).unwrap());
+        assert!(new.pages.len() > 1 && old.version == 1 && new.version == 2);
+        assert_eq!(old.slot_filters().unwrap(), tables);
+        assert_eq!(new.slot_filters().unwrap(), tables);
+        for h in hashes(0..5000) {
+            assert_eq!(old.may_hold(&h).unwrap(), new.may_hold(&h).unwrap());
+        }
+    }
+
+    /// A box offset that passes the page checksum but points elsewhere (a writer's bug) is a
+    /// corruption for `verify` and never a panic for a lookup.
+    #[test]
+    fn a_box_offset_that_misses_its_box_is_reported() {
+        let tables = [SlotFilters::build(1, &hashes(0..300), 7, 8)];
+        let bytes = encode_cluster(7, 8, &tables, CLUSTER_FORMAT_VERSION);
+        let fs = MemFs::new();
+        let path = Path::new("/c.bfc");
+        for (slot, to) in [(1usize, 0u16), (2, 3), (6, 4095), (6, 9000)] {
+            let mut bad = bytes.clone();
+            bad[2 * slot..2 * slot + 2].copy_from_slice(&to.to_le_bytes());
+            let crc = page_crc(&bad[..4092], 0);
+            bad[4092..4096].copy_from_slice(&crc.to_le_bytes());
+            crate::fs::write_all_synced(&fs, path, &bad).unwrap();
+            let c = open(&fs, path).unwrap();
+            let e = c.verify().unwrap_err();
+            assert!(e.to_string().contains("box offset"), "{e}");
+            for h in hashes(0..300) {
+                let _ = c.may_hold(&h);
+            }
+        }
     }
 
     #[test]
