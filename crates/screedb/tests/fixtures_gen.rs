@@ -89,7 +89,11 @@ fn write_missing_fixtures() {
         write_db(fixture, &dir);
         let report = check_database(&dir, &options(fixture)).unwrap();
         eprintln!("{}: {report:?}", dir.display());
-        assert!(report.tables_per_level[0] >= 1, "{report:?}");
+        assert_eq!(
+            report.tables_per_level[0] >= 1,
+            fixture.level0,
+            "{report:?}"
+        );
         assert!(
             report.tables_per_level[1..].iter().any(|&n| n > 0),
             "{report:?}"

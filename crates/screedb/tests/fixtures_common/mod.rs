@@ -28,25 +28,46 @@ pub struct DbFixture {
     pub layout: LayoutKind,
     /// Round 2 was written after the last flush, so it is only in the WAL.
     pub wal_round: bool,
+    /// Round 1's last flush stayed in level 0 (Jungle flushes straight into level 1 while
+    /// level 0 is empty).
+    pub level0: bool,
 }
 
 /// Every database fixture.
-pub const DB_FIXTURES: [DbFixture; 3] = [
+pub const DB_FIXTURES: [DbFixture; 5] = [
     DbFixture {
         dir: "db-flsm-v1",
         layout: LayoutKind::Flsm,
         wal_round: true,
+        level0: true,
     },
     DbFixture {
         dir: "db-leveled-v1",
         layout: LayoutKind::Leveled,
         wal_round: false,
+        level0: true,
     },
     // Written by the first build with the trie layout (the fifth session's).
     DbFixture {
         dir: "db-trie-v1",
         layout: LayoutKind::Trie,
         wal_round: true,
+        level0: true,
+    },
+    // Written by the build of 2026-11-29 (406bdd4): the trie's last level with BloomClusters of
+    // format version 1 (pages without box offsets).
+    DbFixture {
+        dir: "db-trie-clusters-v1",
+        layout: LayoutKind::Trie,
+        wal_round: true,
+        level0: true,
+    },
+    // Written by the build of 2026-11-30: Jungle's tree files (appended segments).
+    DbFixture {
+        dir: "db-jungle-v1",
+        layout: LayoutKind::Jungle,
+        wal_round: true,
+        level0: false,
     },
 ];
 
