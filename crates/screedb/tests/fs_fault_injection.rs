@@ -274,6 +274,7 @@ fn stats_count_ops_that_reached_the_inner_fs() {
             writes: 2,
             syncs: 2,
             bytes_written: 5,
+            write_backs: 0,
         };
         assert_eq!(env.fs.stats(), want, "{}", env.name);
     });

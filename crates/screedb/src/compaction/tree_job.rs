@@ -30,6 +30,7 @@ use super::sync_batch::{MAX_PENDING, SyncBatch};
 use super::{MergeSpec, OutputPlan};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::fs::write_back_every;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, ValueKind};
 use crate::layout::flsm::guards;
@@ -358,9 +359,10 @@ impl TreeMerge<'_, '_> {
             ctx.table_options.tree.clone(),
             ctx.icmp.clone(),
         )?;
-        let file = self
-            .syncs
-            .defer(ctx.fs.open_appendable(&path, tree.file_size)?);
+        let file = self.syncs.defer(write_back_every(
+            ctx.fs.open_appendable(&path, tree.file_size)?,
+            ctx.table_options.bytes_per_sync,
+        ));
         let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
         let (version, out) = (self.version, self.out);
         let mut dropped = 0u64;
@@ -465,7 +467,10 @@ impl TreeMerge<'_, '_> {
         let commit = write_tree(
             &ctx.table_options.tree,
             ctx.icmp,
-            self.syncs.defer(ctx.fs.create(&path)?),
+            self.syncs.defer(write_back_every(
+                ctx.fs.create(&path)?,
+                ctx.table_options.bytes_per_sync,
+            )),
             &path,
             entries.into_iter().map(Ok),
         )?;

@@ -51,7 +51,7 @@ use crate::error::Result;
 /// The operations a fault can be injected into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultKind {
-    /// [`WritableFile::append`] and [`WritableFile::flush`].
+    /// [`WritableFile::append`], [`WritableFile::flush`] and [`WritableFile::start_write_back`].
     Write,
     /// [`WritableFile::sync`] and [`Fs::sync_dir`].
     Sync,
@@ -66,6 +66,9 @@ pub struct FaultStats {
     pub syncs: u64,
     /// Bytes of the successful appends.
     pub bytes_written: u64,
+    /// Successful [`WritableFile::start_write_back`] calls (no durability: a crash still
+    /// drops the bytes they covered unless a sync followed).
+    pub write_backs: u64,
 }
 
 /// A fault-injecting, crash-simulating wrapper around another [`Fs`]. Clones share state.
@@ -195,6 +198,15 @@ impl WritableFile for FaultWritable {
         state.inject(FaultKind::Write, "write", &self.path)?;
         self.inner.flush()?;
         state.stats.writes += 1;
+        Ok(())
+    }
+
+    fn start_write_back(&mut self) -> Result<()> {
+        let mut state = lock_state(&self.state);
+        state.check_epoch(self.epoch, "write back", &self.path)?;
+        state.inject(FaultKind::Write, "write back", &self.path)?;
+        self.inner.start_write_back()?;
+        state.stats.write_backs += 1;
         Ok(())
     }
 

@@ -26,6 +26,7 @@ mod fault;
 mod mapped_log;
 mod mem;
 mod os;
+mod write_back;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ use crate::error::{Error, Result};
 pub use fault::{FaultFs, FaultKind, FaultStats};
 pub use mem::MemFs;
 pub use os::OsFs;
+pub use write_back::write_back_every;
 
 /// A file opened for appending. Dropping it closes it without syncing.
 pub trait WritableFile: Send + Sync {
@@ -49,6 +51,14 @@ pub trait WritableFile: Send + Sync {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far, including buffered ones.
     fn size(&self) -> u64;
+    /// Asks the operating system to start writing the bytes appended so far to the device,
+    /// without waiting for them (Linux: `sync_file_range(SYNC_FILE_RANGE_WRITE)` over the bytes
+    /// not yet started). No durability is implied: only [`WritableFile::sync`] gives it. Lets a
+    /// long file go out in steady steps instead of one burst at its sync ([`write_back_every`]).
+    /// Default: [`WritableFile::flush`].
+    fn start_write_back(&mut self) -> Result<()> {
+        self.flush()
+    }
     /// Syncs, and releases any space reserved past the appended bytes (a file from
     /// [`Fs::create_mapped_log`]), so the file holds exactly what was appended. Call once the
     /// file is complete; appending after it is allowed. Default: [`WritableFile::sync`].

@@ -32,6 +32,8 @@ struct OsWritable {
     path: PathBuf,
     file: BufWriter<File>,
     size: u64,
+    /// Bytes whose write-back has been started ([`WritableFile::start_write_back`]).
+    written_back: u64,
 }
 
 impl WritableFile for OsWritable {
@@ -59,6 +61,34 @@ impl WritableFile for OsWritable {
 
     fn size(&self) -> u64 {
         self.size
+    }
+
+    fn start_write_back(&mut self) -> Result<()> {
+        self.flush()?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let (from, len) = (self.written_back, self.size - self.written_back);
+            let (Ok(from), Ok(len)) = (i64::try_from(from), i64::try_from(len)) else {
+                return Ok(());
+            };
+            // SAFETY: the descriptor is open for as long as `self.file`; sync_file_range only
+            // reads the range's page-cache state and takes no pointers.
+            let rc = unsafe {
+                libc::sync_file_range(
+                    self.file.get_ref().as_raw_fd(),
+                    from,
+                    len,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+            if rc != 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(Error::io("write back", &self.path, e));
+            }
+        }
+        self.written_back = self.size;
+        Ok(())
     }
 }
 
@@ -153,6 +183,7 @@ impl Fs for OsFs {
             path: path.to_path_buf(),
             file: BufWriter::with_capacity(WRITE_BUFFER, file),
             size: 0,
+            written_back: 0,
         }))
     }
 
@@ -180,6 +211,7 @@ impl Fs for OsFs {
             path: path.to_path_buf(),
             file: BufWriter::with_capacity(WRITE_BUFFER, file),
             size: committed_len,
+            written_back: committed_len,
         }))
     }
 

@@ -112,6 +112,10 @@ pub struct TableOptions {
     /// Open tables through [`crate::fs::Fs::open_mapped`] (a read-only memory map on the real
     /// file system) instead of [`crate::fs::Fs::open`]. Default: true.
     pub mmap_reads: bool,
+    /// Start the write-back of a table file being written every `bytes_per_sync` bytes
+    /// ([`crate::fs::write_back_every`]); 0: only at its sync. Default: 0 (the database's
+    /// `Options::bytes_per_sync`, 1 MiB, is passed down).
+    pub bytes_per_sync: u64,
     /// How HTables (the trie layout's tables) are written; set from the trie layout's options,
     /// `target_file_size` and the database's hash seed. Readers take every value from the file.
     pub htable: HTableOptions,
@@ -133,6 +137,7 @@ impl Default for TableOptions {
             compression: CompressionType::Lz4,
             verify_checksums: true,
             mmap_reads: true,
+            bytes_per_sync: 0,
             htable: HTableOptions::default(),
             tree: TreeOptions::default(),
             prefix_bloom_len: 0,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::comparator::InternalKeyComparator;
 use crate::error::{Error, Result};
-use crate::fs::Fs;
+use crate::fs::{Fs, write_back_every};
 use crate::iter::InternalIterator;
 use crate::key::SequenceNumber;
 use crate::table::htable::KeyHash;
@@ -242,16 +242,17 @@ pub fn create_writer(
     opts: &TableOptions,
     icmp: &InternalKeyComparator,
 ) -> Result<Box<dyn TableWriter>> {
+    let create = || Ok::<_, Error>(write_back_every(fs.create(path)?, opts.bytes_per_sync));
     match format {
         TableFormat::Sorted => Ok(Box::new(TableBuilder::new(
             opts.clone(),
             icmp.clone(),
-            fs.create(path)?,
+            create()?,
             path.to_path_buf(),
         ))),
         TableFormat::HTable => Ok(Box::new(HTableWriter(HTableBuilder::new(
             opts.htable.clone(),
-            fs.create(path)?,
+            create()?,
             path.to_path_buf(),
         )))),
         TableFormat::Tree => Err(Error::invalid(format!(

@@ -188,6 +188,7 @@ proptest! {
             compression: if lz4 { CompressionType::Lz4 } else { CompressionType::None },
             verify_checksums: true,
             mmap_reads: true,
+            bytes_per_sync: 0,
             htable: HTableOptions::default(),
             tree: crate::table::TreeOptions::default(),
             prefix_bloom_len: prefix_len,

@@ -243,6 +243,9 @@ pub fn tiny_options(fs: Arc<dyn Fs>, layout: &Layout) -> Options {
         l0_compaction_trigger: 2,
         max_bytes_for_level_base: 64 << 10,
         block_cache_bytes: 64 << 10,
+        // Tables written back every 4 KiB (default 1 MiB, past these tables' size), so power
+        // cuts and injected faults also land between write-backs.
+        bytes_per_sync: 4 << 10,
         // No info log: a torn write or an injected fault must hit the database's own files,
         // not a LOG line (which the engine never reads back).
         info_log: screedb::InfoLog::Off,
