@@ -167,6 +167,11 @@ pub struct BenchArgs {
     /// around every fault, so device bytes per get are best measured with `false`.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub mmap_reads: Option<bool>,
+    /// Start the write-back of table files every this many bytes as they are written
+    /// (ScreeDB's `Options::bytes_per_sync`, RocksDB's `bytes_per_sync`; 0: at their sync only).
+    /// Default: each engine's own (ScreeDB 1 MiB, RocksDB 0). LevelDB and fjall ignore it.
+    #[arg(long)]
+    pub bytes_per_sync: Option<u64>,
     /// RocksDB: keep index and filter blocks in the block cache (`cache_index_and_filter_blocks`)
     /// instead of the heap, so `--cache_size` bounds them. Other engines ignore it. Default:
     /// false (RocksDB's default).
@@ -428,6 +433,11 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
                 .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
         ),
         (
+            "bytes_per_sync",
+            args.bytes_per_sync
+                .map_or_else(|| "the engine's default".into(), |n| n.to_string()),
+        ),
+        (
             "level0_file_num_compaction_trigger",
             args.level0_file_num_compaction_trigger
                 .map_or_else(|| "the engine's default".into(), |n| n.to_string()),
@@ -461,6 +471,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         jungle_node_bytes: args.jungle_node_bytes,
         jungle_prune_guards: args.jungle_prune_guards,
         mmap_reads: args.mmap_reads,
+        bytes_per_sync: args.bytes_per_sync,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         prefix_bloom_len: args.prefix_bloom_len,
         // The trie's garbage threshold is set by the engine spec (`screedb:layout=trie:gc=N`).

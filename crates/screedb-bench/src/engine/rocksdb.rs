@@ -100,6 +100,9 @@ impl RocksDbEngine {
         if let Some(mmap) = config.mmap_reads {
             opts.set_allow_mmap_reads(mmap);
         }
+        if let Some(bytes) = config.bytes_per_sync {
+            opts.set_bytes_per_sync(bytes);
+        }
         let db = DB::open(&opts, dir).map_err(err)?;
         let mut write_sync = WriteOptions::default();
         write_sync.set_sync(true);

@@ -62,6 +62,9 @@ impl ScreeDbEngine {
         if let Some(mmap) = config.mmap_reads {
             options.mmap_reads = mmap;
         }
+        if let Some(bytes) = config.bytes_per_sync {
+            options.bytes_per_sync = bytes;
+        }
         if let Some(memory) = config.memory {
             options.memory = memory;
         }
