@@ -72,8 +72,8 @@ impl WritableFile for OsWritable {
             let (Ok(from), Ok(len)) = (i64::try_from(from), i64::try_from(len)) else {
                 return Ok(());
             };
-            // SAFETY: the descriptor is open for as long as `self.file`; sync_file_range only
-            // reads the range's page-cache state and takes no pointers.
+            // SAFETY: sync_file_range takes a descriptor and a byte range, no pointers into
+            // our memory; the descriptor stays open while `self.file` lives.
             let rc = unsafe {
                 libc::sync_file_range(
                     self.file.get_ref().as_raw_fd(),
