@@ -3,8 +3,7 @@
 //! Node layout in the arena (8-byte aligned):
 //!
 //! ```text
-//! node  := height: u32 | windowed: u32 | entry_len: usize | window: u64
-//!          | next: AtomicPtr<Node>[height] | entry bytes
+//! node  := height: usize | entry_len: usize | next: AtomicPtr<Node>[height] | entry bytes
 //! entry := internal key len varint | internal key | value len varint | value
 //! ```
 //!
@@ -33,7 +32,7 @@ use super::arena::Arena;
 use super::filter::KeyFilter;
 use super::point_index::{self, PointIndex, Probe};
 use crate::coding::get_varint64;
-use crate::comparator::{InternalKeyComparator, bytewise_prefix};
+use crate::comparator::InternalKeyComparator;
 use crate::key::{self, SequenceNumber, TRAILER_LEN, ValueKind, pack_trailer};
 
 /// Tallest tower a node can have; with branching 4 this suits lists of up to ~16M entries.
@@ -63,15 +62,8 @@ const HANDOFF_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
 /// The fixed part of a node; its tower of `height` next pointers and its entry follow it.
 #[repr(C)]
 struct Node {
-    height: u32,
-    /// 1 if `window` holds the node's key window ([`SkipList::window_of`]), else 0.
-    windowed: u32,
+    height: usize,
     entry_len: usize,
-    /// The eight bytes of the entry's user key after the list's shared prefix, as
-    /// [`bytewise_prefix`] orders them: a search compares windows first and reads the key only
-    /// when they are equal, so most steps touch only the node's first cache line and call no
-    /// `memcmp` (docs/memtable.md, "Key windows": 0.82x the writer's CPU per insert at 64 MiB).
-    window: u64,
 }
 
 /// A node reachable in a live list, valid for `'a`.
@@ -100,14 +92,9 @@ impl<'a> NodeRef<'a> {
         unsafe { self.ptr.as_ref() }
     }
 
-    /// Levels of the node's tower.
-    fn height(self) -> usize {
-        self.header().height as usize
-    }
-
     /// The next-pointer slot of `level`. REQUIRES: `level < height`.
     fn slot(self, level: usize) -> &'a AtomicPtr<Node> {
-        assert!(level < self.height(), "skiplist level out of range");
+        assert!(level < self.header().height, "skiplist level out of range");
         // SAFETY: the tower of `height` initialised AtomicPtrs directly follows the header (the
         // header size is a multiple of the pointer alignment), inside the same allocation; the
         // pointer is derived from `ptr`, whose provenance covers the whole node.
@@ -139,7 +126,7 @@ impl<'a> NodeRef<'a> {
             let start = self
                 .ptr
                 .cast::<u8>()
-                .add(size_of::<Node>() + h.height as usize * size_of::<AtomicPtr<Node>>());
+                .add(size_of::<Node>() + h.height * size_of::<AtomicPtr<Node>>());
             std::slice::from_raw_parts(start.as_ptr(), h.entry_len)
         }
     }
@@ -252,11 +239,6 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     len: AtomicUsize,
     cmp: InternalKeyComparator,
-    /// `cmp.is_bytewise()`: nodes of keys that start with `shared` carry a key window.
-    bytewise: bool,
-    /// The bytes most keys are expected to start with (the common prefix of the previous
-    /// memtable's keys, [`SkipList::set_shared_prefix`]); a key window starts after them.
-    shared: Box<[u8]>,
     /// Serializes inserts; holds the height RNG.
     writer: Mutex<Rng>,
     /// Inserters blocked on `writer` ([`SkipList::lock_writer`]); a multi-insert lets them in
@@ -287,14 +269,12 @@ impl SkipList {
     /// An empty list ordered by `cmp`.
     pub(crate) fn new(cmp: InternalKeyComparator) -> Self {
         let arena = Arena::new();
-        let head = alloc_node(&arena, MAX_HEIGHT, 0, None).cast();
+        let head = alloc_node(&arena, MAX_HEIGHT, 0).cast();
         SkipList {
             arena,
             head,
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
-            bytewise: cmp.is_bytewise(),
-            shared: Box::default(),
             cmp,
             writer: Mutex::new(Rng(0x9e37_79b9_7f4a_7c15)),
             waiting: AtomicUsize::new(0),
@@ -308,24 +288,6 @@ impl SkipList {
     pub(crate) fn set_point_index(&mut self, bytes: usize, overflow: Option<KeyFilter>) {
         debug_assert_eq!(self.len(), 0, "a point index added to a non-empty list");
         self.index = PointIndex::with_bytes(bytes, overflow);
-    }
-
-    /// Sets the prefix that key windows skip ([`Node::window`]): keys that start with it are
-    /// compared by their next eight bytes first. Call before the first insert.
-    pub(crate) fn set_shared_prefix(&mut self, prefix: &[u8]) {
-        debug_assert_eq!(self.len(), 0, "a shared prefix set on a non-empty list");
-        self.shared = prefix.into();
-    }
-
-    /// The window of `user_key` (its eight bytes after the shared prefix, zero-padded), if the
-    /// list is bytewise-ordered and the key starts with the shared prefix. Two keys with
-    /// windows are ordered by them when they differ: both share the bytes before.
-    #[inline]
-    fn window_of(&self, user_key: &[u8]) -> Option<u64> {
-        match user_key.strip_prefix(&*self.shared) {
-            Some(rest) if self.bytewise => Some(bytewise_prefix(rest)),
-            _ => None,
-        }
     }
 
     /// Bytes of the point index and its overflow filter (0 without an index).
@@ -565,7 +527,6 @@ impl SkipList {
         let mut preds = vec![[self.head(); MAX_HEIGHT]; keys.len()];
         let mut cursor = vec![self.head(); keys.len()];
         let mut advancing: Vec<usize> = Vec::with_capacity(keys.len());
-        let windows: Vec<Option<u64>> = keys.iter().map(|k| self.search_window(k)).collect();
         for level in (0..self.height.load(Ordering::Relaxed)).rev() {
             advancing.clear();
             advancing.extend(0..keys.len());
@@ -576,7 +537,7 @@ impl SkipList {
                     }
                 }
                 advancing.retain(|&i| match cursor[i].next(level) {
-                    Some(next) if self.before(next, &keys[i], windows[i]) => {
+                    Some(next) if self.cmp.compare(next.key(), &keys[i]) == CmpOrdering::Less => {
                         cursor[i] = next;
                         true
                     }
@@ -594,10 +555,9 @@ impl SkipList {
     /// (a multi-insert's own earlier entries), at every level the list has or a new node may
     /// get. REQUIRES: writer mutex held; each `prev[level]` is the head or a node below `key`.
     fn walk_forward<'a>(&'a self, key: &[u8], prev: &mut [NodeRef<'a>; MAX_HEIGHT]) {
-        let window = self.search_window(key);
         for (level, p) in prev.iter_mut().enumerate() {
             while let Some(next) = p.next(level) {
-                if !self.before(next, key, window) {
+                if self.cmp.compare(next.key(), key) != CmpOrdering::Less {
                     break;
                 }
                 *p = next;
@@ -624,8 +584,7 @@ impl SkipList {
         prev: &mut [NodeRef<'a>; MAX_HEIGHT],
     ) -> Option<NodeRef<'a>> {
         let height = self.height.load(Ordering::Relaxed);
-        let window = self.search_window(key);
-        let below = |n: NodeRef<'_>| self.before(n, key, window);
+        let below = |n: NodeRef<'_>| self.cmp.compare(n.key(), key) == CmpOrdering::Less;
         let mut level = 0;
         while level + 1 < height && prev[level].next(level).is_some_and(below) {
             level += 1;
@@ -669,7 +628,7 @@ impl SkipList {
         let (vlen_buf, vlen_n) = varint(value.len() as u64);
         let (klen, vlen) = (&klen_buf[..klen_n], &vlen_buf[..vlen_n]);
         let entry_len = klen.len() + ikey_len + vlen.len() + value.len();
-        let node = alloc_node(&self.arena, height, entry_len, self.window_of(user_key));
+        let node = alloc_node(&self.arena, height, entry_len);
         let trailer = pack_trailer(seq, kind).to_le_bytes();
         let mut pos = 0;
         for part in [klen, user_key, &trailer, vlen, value] {
@@ -685,7 +644,7 @@ impl SkipList {
     /// predecessor of later (larger) keys. REQUIRES: writer mutex held; `prev[level]` is the last
     /// node < `new` at each level.
     fn link<'a>(&'a self, new: NodeRef<'a>, prev: &mut [NodeRef<'a>; MAX_HEIGHT]) {
-        let height = new.height();
+        let height = new.header().height;
         if height > self.height.load(Ordering::Relaxed) {
             // `prev` holds the head for levels above the old height.
             self.height.store(height, Ordering::Relaxed);
@@ -702,40 +661,18 @@ impl SkipList {
         self.len.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The window a search for the internal key `key` compares nodes by first (`None`: its
-    /// key has none, and nodes are compared by whole keys).
-    #[inline]
-    fn search_window(&self, key: &[u8]) -> Option<u64> {
-        self.window_of(key::user_key(key))
-    }
-
-    /// Whether node `n` orders before the internal key `key`, whose [`SkipList::search_window`]
-    /// is `window`: by the windows when both have one and they differ, else by whole keys.
-    #[inline]
-    fn before(&self, n: NodeRef<'_>, key: &[u8], window: Option<u64>) -> bool {
-        let h = n.header();
-        if let Some(w) = window
-            && h.windowed == 1
-            && h.window != w
-        {
-            return h.window < w;
-        }
-        self.cmp.compare(n.key(), key) == CmpOrdering::Less
-    }
-
     /// The first node with key >= `key`; fills `prev[level]` with the last node < `key`.
     fn find_ge<'a>(
         &'a self,
         key: &[u8],
         mut prev: Option<&mut [NodeRef<'a>; MAX_HEIGHT]>,
     ) -> Option<NodeRef<'a>> {
-        let window = self.search_window(key);
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
             let next = x.next(level);
             match next {
-                Some(n) if self.before(n, key, window) => x = n,
+                Some(n) if self.cmp.compare(n.key(), key) == CmpOrdering::Less => x = n,
                 _ => {
                     if let Some(p) = prev.as_deref_mut() {
                         p[level] = x;
@@ -751,12 +688,11 @@ impl SkipList {
 
     /// The last node with key < `key`, or the head if there is none.
     fn find_lt(&self, key: &[u8]) -> NodeRef<'_> {
-        let window = self.search_window(key);
         let mut x = self.head();
         let mut level = self.height.load(Ordering::Relaxed) - 1;
         loop {
             match x.next(level) {
-                Some(n) if self.before(n, key, window) => x = n,
+                Some(n) if self.cmp.compare(n.key(), key) == CmpOrdering::Less => x = n,
                 _ if level == 0 => return x,
                 _ => level -= 1,
             }
@@ -774,17 +710,6 @@ impl SkipList {
                 None => level -= 1,
             }
         }
-    }
-
-    /// The bytes every user key in the list starts with (the common prefix of its first and
-    /// last keys); empty for an empty list.
-    pub(crate) fn common_prefix(&self) -> &[u8] {
-        let (Some(first), last) = (self.head().next(0), self.find_last()) else {
-            return &[];
-        };
-        let (a, b) = (key::user_key(first.key()), key::user_key(last.key()));
-        let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        &a[..n]
     }
 
     /// The first entry with internal key >= `target`, as (internal key, value).
@@ -828,19 +753,14 @@ impl NewNode<'_> {
 }
 
 /// Allocates a node of `height` levels with room for `entry_len` entry bytes.
-fn alloc_node(arena: &Arena, height: usize, entry_len: usize, window: Option<u64>) -> NewNode<'_> {
+fn alloc_node(arena: &Arena, height: usize, entry_len: usize) -> NewNode<'_> {
     let tower = height * size_of::<AtomicPtr<Node>>();
     let ptr = arena.allocate(size_of::<Node>() + tower + entry_len, align_of::<Node>());
     // SAFETY: the region is ours, large enough and aligned for `Node` (whose size is a multiple
     // of the AtomicPtr alignment, so the tower is aligned too); we initialise the header and
     // tower, and hand out the entry bytes as `MaybeUninit`.
     unsafe {
-        ptr.cast::<Node>().write(Node {
-            height: height as u32,
-            windowed: u32::from(window.is_some()),
-            entry_len,
-            window: window.unwrap_or(0),
-        });
+        ptr.cast::<Node>().write(Node { height, entry_len });
         let slots = ptr.add(size_of::<Node>()).cast::<AtomicPtr<Node>>();
         for i in 0..height {
             slots.add(i).write(AtomicPtr::new(ptr::null_mut()));
