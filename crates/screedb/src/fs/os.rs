@@ -56,7 +56,10 @@ impl WritableFile for OsWritable {
         self.file
             .get_ref()
             .sync_data()
-            .map_err(|e| Error::io("sync", &self.path, e))
+            .map_err(|e| Error::io("sync", &self.path, e))?;
+        // Synced bytes need no write-back: the next one starts after them.
+        self.written_back = self.size;
+        Ok(())
     }
 
     fn size(&self) -> u64 {
