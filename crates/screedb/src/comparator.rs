@@ -97,6 +97,18 @@ pub fn default_comparator() -> Arc<dyn Comparator> {
     Arc::new(BytewiseComparator)
 }
 
+/// The first eight bytes of `user_key` as a big-endian integer, zero-padded. For two keys `a`,
+/// `b` under the bytewise order, `bytewise_prefix(a) < bytewise_prefix(b)` implies `a < b`
+/// (a key shorter than eight bytes is padded with zeros, which sort first, as a shorter key
+/// does), so only keys with equal prefixes need their bytes compared.
+#[inline]
+pub fn bytewise_prefix(user_key: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = user_key.len().min(8);
+    p[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(p)
+}
+
 /// Orders internal keys: user key ascending, then trailer (sequence, kind) descending.
 #[derive(Clone)]
 pub struct InternalKeyComparator {

@@ -480,7 +480,9 @@ impl Options {
             ),
         };
         let mem = match previous {
-            Some(previous) => mem.with_neighbourhoods_from(previous),
+            Some(previous) => mem
+                .with_neighbourhoods_from(previous)
+                .with_shared_prefix_from(previous),
             None => mem,
         };
         let index_bytes = self.memtable_index_bytes(previous.map(crate::memtable::MemTable::len));

@@ -434,3 +434,44 @@ proptest! {
         }
     }
 }
+
+/// A memtable takes as its shared prefix what every key of the one before it began with, and
+/// orders keys with and without that prefix, and reads them back, as any memtable does.
+#[test]
+fn keys_with_and_without_the_previous_memtables_prefix_keep_their_order() {
+    let previous = mem();
+    for k in ["user0001", "user0420", "user0999"] {
+        previous.add(1, ValueKind::Value, k.as_bytes(), b"p");
+    }
+    assert_eq!(previous.list.common_prefix(), b"user0");
+    let next = Arc::new(
+        MemTable::new(InternalKeyComparator::new(default_comparator()))
+            .with_shared_prefix_from(&previous),
+    );
+    let keys = [
+        "user0",
+        "user05",
+        "user0500000000",
+        "user0500000001",
+        "user1",
+        "apple",
+        "zebra",
+        "",
+        "user0\u{0}",
+        "user0\u{0}\u{0}1",
+    ];
+    for (seq, k) in (1..).zip(keys) {
+        next.add(seq, ValueKind::Value, k.as_bytes(), k.as_bytes());
+    }
+    let mut want: Vec<&str> = keys.to_vec();
+    want.sort();
+    let got: Vec<Vec<u8>> = forward(&next).into_iter().map(|e| e.0).collect();
+    let want_bytes: Vec<Vec<u8>> = want.iter().map(|k| k.as_bytes().to_vec()).collect();
+    assert_eq!(got, want_bytes);
+    for k in keys {
+        assert!(
+            matches!(next.get(k.as_bytes(), 100), LookupResult::Found(v) if v == k.as_bytes()),
+            "{k:?}"
+        );
+    }
+}

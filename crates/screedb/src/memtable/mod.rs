@@ -166,6 +166,19 @@ impl MemTable {
         self
     }
 
+    /// Lets the skiplist's searches compare the bytes after the prefix every key of `previous`
+    /// shared ([`SkipList::set_shared_prefix`]): a store of keys such as `user0000001234`
+    /// then orders most nodes by one integer comparison. Keys without that prefix are compared
+    /// whole, as in a list without one. Call before the first write.
+    #[must_use]
+    pub fn with_shared_prefix_from(mut self, previous: &MemTable) -> Self {
+        debug_assert!(self.is_empty());
+        if let Some(list) = Arc::get_mut(&mut self.list) {
+            list.set_shared_prefix(previous.list.common_prefix());
+        }
+        self
+    }
+
     /// Samples this memtable's keys for its successor's neighbourhoods
     /// ([`MemTable::with_neighbourhoods_from`]), once; later calls do nothing. A walk of one of
     /// the skiplist's upper levels, [`SAMPLE_PER_HOOD`] keys for each of the most

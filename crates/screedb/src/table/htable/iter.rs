@@ -11,7 +11,7 @@ use std::cmp::{Ordering, Reverse};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::comparator::{InternalKeyComparator, default_comparator};
+use crate::comparator::{InternalKeyComparator, bytewise_prefix, default_comparator};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, TRAILER_LEN};
@@ -23,21 +23,11 @@ use super::reader::HTable;
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     /// The eight bytes of the user key that follow the prefix all the table's keys share
-    /// (`prefix_of`): ordered as the keys are.
+    /// (`bytewise_prefix`): ordered as the keys are.
     prefix: u64,
     at: usize,
     klen: u32,
     vlen: u32,
-}
-
-/// The first eight bytes of `user_key` as a big-endian integer, zero-padded. For two keys
-/// `a`, `b`: `prefix_of(a) < prefix_of(b)` implies `a < b` bytewise, so only equal prefixes need
-/// the keys compared.
-fn prefix_of(user_key: &[u8]) -> u64 {
-    let mut p = [0u8; 8];
-    let n = user_key.len().min(8);
-    p[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(p)
 }
 
 /// Every entry of one HTable in internal-key order (user key bytewise ascending, then newest
@@ -119,7 +109,7 @@ impl HTable {
         // prefixes by whole keys.
         for s in &mut slots {
             let user_key = key::user_key(ikey(&arena, s));
-            s.prefix = prefix_of(user_key.get(shared..).unwrap_or_default());
+            s.prefix = bytewise_prefix(user_key.get(shared..).unwrap_or_default());
         }
         radsort::sort_by_key(&mut slots, |s| s.prefix);
         let mut start = 0;
