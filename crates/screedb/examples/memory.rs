@@ -2,7 +2,7 @@
 //! skiplist memtable vs the FloDB membuffer in front of it.
 //!
 //! ```sh
-//! cargo run --release -p screedb --example memory -- <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash]
+//! cargo run --release -p screedb --example memory -- <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash] [run MiB] [membuffer MiB]
 //! ```
 //!
 //! `insert` fills the component with random 16-byte keys and 100-byte values until it holds
@@ -15,6 +15,10 @@
 //! With `flodb` the membuffer's neighbourhoods are key ranges (`ranges`, the default: cut at
 //! keys of a previous memtable of 65,536 writes of the same kind, as a database's memtable
 //! takes them from the one it replaces) or by hash (`hash`: a database's first memtable).
+//! The memtable is built as a database builds its first one (`Options::new_memtable`): a key
+//! filter and a point index (per run), one skiplist or runs of `run MiB`
+//! (`Options::memtable_run_size`, default 0: one skiplist), a membuffer of a quarter of `MiB`
+//! (`membuffer MiB` sets it).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +27,7 @@ use std::time::Instant;
 use screedb::comparator::{InternalKeyComparator, default_comparator};
 use screedb::key::ValueKind;
 use screedb::memtable::MemTable;
+use screedb::{Memory, Options};
 
 fn rand(state: &mut u64) -> u64 {
     *state ^= *state >> 12;
@@ -49,7 +54,8 @@ fn key(i: u64) -> [u8; 16] {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: memory <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash]";
+    let usage = "usage: memory <skiplist|flodb> <insert|skewed> <MiB> <threads> [ranges|hash] [run MiB] \
+         [membuffer MiB]";
     let (Some(mode), Some(work), Some(mib), Some(threads)) =
         (args.get(1), args.get(2), args.get(3), args.get(4))
     else {
@@ -59,11 +65,22 @@ fn main() {
     let bytes = mib.parse::<usize>().expect("MiB") << 20;
     let threads: u64 = threads.parse().expect("threads");
     let icmp = InternalKeyComparator::new(default_comparator());
-    let mem = match mode.as_str() {
-        "skiplist" => MemTable::new(icmp.clone()),
-        "flodb" => MemTable::with_membuffer(icmp.clone(), bytes / 4, 8),
-        _ => panic!("{usage}"),
+    let mut options = Options {
+        write_buffer_size: bytes,
+        memory: match mode.as_str() {
+            "skiplist" => Memory::Skiplist,
+            "flodb" => Memory::Flodb,
+            _ => panic!("{usage}"),
+        },
+        ..Options::default()
     };
+    if let Some(run) = args.get(6) {
+        options.memtable_run_size = run.parse::<usize>().expect("run MiB") << 20;
+    }
+    if let Some(buffer) = args.get(7) {
+        options.membuffer_size = Some(buffer.parse::<usize>().expect("membuffer MiB") << 20);
+    }
+    let mem = options.new_memtable(icmp.clone(), None);
     let mem = Arc::new(match args.get(5).map_or("ranges", String::as_str) {
         "ranges" => {
             let previous = MemTable::new(icmp);
@@ -170,9 +187,10 @@ fn main() {
     drainer.map(|d| d.join());
     let n = ops.load(Ordering::Relaxed);
     println!(
-        "{mode} insert {mib}MiB {threads}t: {:.0} inserts/s ({} entries, {:.1}s; writers' CPU {:.0} ns/insert)",
+        "{mode} insert {mib}MiB {threads}t: {:.0} inserts/s ({} entries in {} runs, {:.1}s; writers' CPU {:.0} ns/insert)",
         n as f64 / secs,
         mem.len(),
+        mem.runs(),
         secs,
         writer_cpu.load(Ordering::Relaxed) as f64 / n as f64,
     );

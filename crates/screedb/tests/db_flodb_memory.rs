@@ -21,6 +21,8 @@ fn options<F: Fs + 'static>(fs: &Arc<F>) -> Options {
         fs: fs.clone(),
         memory: Memory::Flodb,
         write_buffer_size: 256 << 10,
+        // Four runs per memtable: drains, iterators and snapshots across runs.
+        memtable_run_size: 64 << 10,
         ..Options::default()
     }
 }

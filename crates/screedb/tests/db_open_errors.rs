@@ -127,6 +127,12 @@ fn bad_options_name_the_option() {
         let err = Db::open(dir.path(), opts).unwrap_err();
         assert!(err.to_string().contains("background_nice"), "{err}");
     }
+    let opts = Options {
+        memtable_run_size: 100,
+        ..create()
+    };
+    let err = Db::open(dir.path(), opts).unwrap_err();
+    assert!(err.to_string().contains("memtable_run_size"), "{err}");
 }
 
 #[test]

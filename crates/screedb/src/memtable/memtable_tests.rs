@@ -386,12 +386,16 @@ proptest! {
     ) {
         // Without a key filter, with one line of filter (it matches most keys) and with a
         // larger one (it rules most absent keys out); without a point index, with one of eight
-        // slots (full after six keys) and with a larger one: the same answers.
-        for (filter_bytes, index_bytes) in
-            [(0, 0), (64, 0), (4096, 0), (0, 64), (64, 64), (0, 4096), (4096, 4096)]
+        // slots (full after six keys) and with a larger one; in one run and in runs of about
+        // 1 KiB (a dozen of them by the end; sequences are not in insertion order, so a newer
+        // run often holds an older version): the same answers.
+        let shapes = [(0, 0), (64, 0), (4096, 0), (0, 64), (64, 64), (0, 4096), (4096, 4096)];
+        for ((filter_bytes, index_bytes), run_bytes) in
+            shapes.into_iter().flat_map(|s| [(s, 0), (s, 1024)])
         {
             let m = Arc::new(
                 MemTable::new(InternalKeyComparator::new(default_comparator()))
+                    .with_runs_of(run_bytes)
                     .with_key_filter(filter_bytes)
                     .with_point_index(index_bytes),
             );
@@ -443,7 +447,7 @@ fn keys_with_and_without_the_previous_memtables_prefix_keep_their_order() {
     for k in ["user0001", "user0420", "user0999"] {
         previous.add(1, ValueKind::Value, k.as_bytes(), b"p");
     }
-    assert_eq!(previous.list.common_prefix(), b"user0");
+    assert_eq!(previous.runs.common_prefix(), b"user0");
     let next = Arc::new(
         MemTable::new(InternalKeyComparator::new(default_comparator()))
             .with_shared_prefix_from(&previous),

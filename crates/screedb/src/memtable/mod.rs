@@ -14,6 +14,7 @@ mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;
 mod point_index;
+mod runs;
 mod skiplist;
 
 use std::fmt;
@@ -21,14 +22,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::comparator::InternalKeyComparator;
-use crate::key::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
+use crate::key::{MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::write_batch::{BatchOp, WriteBatch};
 
 use bucket::BufferedEntry;
-use filter::KeyFilter;
 use membuffer::{Membuffer, PutOutcome};
+pub use runs::MAX_RUNS;
+use runs::{RunShape, Runs, RunsCursor};
 pub use skiplist::BatchEntry;
-use skiplist::{Iter, Newest, Search, SkipList};
+use skiplist::Search;
 
 /// What [`MemTable::get`] found for a user key at a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,13 +57,13 @@ const SAMPLE_PER_HOOD: usize = 64;
 /// tries a small hash table; buffered entries move to the skiplist by [`MemTable::drain`].
 /// Reads consult both. Iteration sees the skiplist only: drain first.
 ///
-/// With a key filter ([`MemTable::with_key_filter`]), point reads skip the skiplist for keys it
-/// rules out (`filter.rs`); with a point index ([`MemTable::with_point_index`]) they find the
-/// newest entry of a key it holds without searching it (`point_index.rs`).
+/// The skiplist is one run, or several of bounded size ([`MemTable::with_runs_of`],
+/// `runs.rs`). With a key filter ([`MemTable::with_key_filter`]), point reads skip a run for
+/// keys it rules out (`filter.rs`); with a point index ([`MemTable::with_point_index`]) they
+/// find the newest entry of a key a run holds without searching it (`point_index.rs`).
 pub struct MemTable {
-    list: Arc<SkipList>,
+    runs: Runs,
     buffer: Option<Membuffer>,
-    filter: Option<KeyFilter>,
     /// Puts that found no room in the membuffer and went to the skiplist (a statistic).
     fallbacks: AtomicU64,
     /// Puts of keys not buffered sent to the skiplist while scans paused the membuffer (a
@@ -85,40 +87,47 @@ impl MemTable {
     /// An empty memtable ordered by `icmp`.
     pub fn new(icmp: InternalKeyComparator) -> Self {
         MemTable {
-            list: Arc::new(SkipList::new(icmp)),
+            runs: Runs::new(RunShape {
+                cmp: icmp,
+                run_bytes: 0,
+                filter_bytes: 0,
+                index_bytes: 0,
+                shared: Box::default(),
+            }),
             buffer: None,
-            filter: None,
             fallbacks: AtomicU64::new(0),
             paused: AtomicU64::new(0),
             successor_sample: OnceLock::new(),
         }
     }
 
-    /// Adds a Bloom filter of about `bytes` over the keys of the skiplist (none for 0), so
-    /// point reads of keys it does not hold skip its search. Call before the first write.
+    /// Keeps the skiplist in runs of about `run_bytes` each (0: one run, the default): once
+    /// the run writes go to has allocated that much, the writer starts another, so inserts
+    /// search lists of at most that size however large the memtable grows (`runs.rs`). After
+    /// [`MAX_RUNS`] runs the last one takes every later write. Call before the first write.
     #[must_use]
-    pub fn with_key_filter(mut self, bytes: usize) -> Self {
-        debug_assert!(self.is_empty());
-        self.filter = KeyFilter::with_bytes(bytes);
+    pub fn with_runs_of(mut self, run_bytes: usize) -> Self {
+        self.runs.reshape(|shape| shape.run_bytes = run_bytes);
         self
     }
 
-    /// Adds a hash index of about `bytes` from each user key to its newest entry in the
-    /// skiplist (none for 0), so point reads of keys it holds take one probe instead of a
-    /// skiplist search, and those of keys it rules out none. The key filter, if already added
-    /// ([`MemTable::with_key_filter`]), then records only the keys the index cannot take
-    /// (`point_index.rs`). Call before the first write.
+    /// Adds a Bloom filter of about `bytes` over the keys of each run of the skiplist (none for
+    /// 0), so point reads of keys it does not hold skip its search. Call before the first
+    /// write.
+    #[must_use]
+    pub fn with_key_filter(mut self, bytes: usize) -> Self {
+        self.runs.reshape(|shape| shape.filter_bytes = bytes);
+        self
+    }
+
+    /// Adds a hash index of about `bytes` to each run of the skiplist, from each user key to
+    /// its newest entry there (none for 0), so point reads of keys it holds take one probe
+    /// instead of a skiplist search, and those of keys it rules out none. The key filter then
+    /// records only the keys the index cannot take (`point_index.rs`). Call before the first
+    /// write.
     #[must_use]
     pub fn with_point_index(mut self, bytes: usize) -> Self {
-        debug_assert!(self.is_empty());
-        if bytes == 0 {
-            return self;
-        }
-        match Arc::get_mut(&mut self.list) {
-            Some(list) => list.set_point_index(bytes, self.filter.take()),
-            // Only an iterator shares the list, and none exists before the first write.
-            None => debug_assert!(false, "a point index added to a shared skiplist"),
-        }
+        self.runs.reshape(|shape| shape.index_bytes = bytes);
         self
     }
 
@@ -130,13 +139,14 @@ impl MemTable {
         bucket_entries: usize,
     ) -> Self {
         MemTable {
-            list: Arc::new(SkipList::new(icmp)),
             buffer: Some(Membuffer::new(buffer_bytes, bucket_entries)),
-            filter: None,
-            fallbacks: AtomicU64::new(0),
-            paused: AtomicU64::new(0),
-            successor_sample: OnceLock::new(),
+            ..MemTable::new(icmp)
         }
+    }
+
+    /// Runs the skiplist has (1 unless [`MemTable::with_runs_of`] bounds their size).
+    pub fn runs(&self) -> usize {
+        self.runs.count()
     }
 
     /// Cuts this memtable's membuffer into key-range neighbourhoods at the keys `previous` (the
@@ -158,7 +168,7 @@ impl MemTable {
             && previous.membuffer_fallbacks() as usize * 8 > previous.len();
         self.buffer = Some(match previous.successor_sample.get() {
             Some(sample) if !missed => {
-                let user = Arc::clone(self.list.comparator().user());
+                let user = Arc::clone(self.comparator().user());
                 buffer.with_ranges_from(sample, user)
             }
             _ => buffer,
@@ -172,10 +182,8 @@ impl MemTable {
     /// whole, as in a list without one. Call before the first write.
     #[must_use]
     pub fn with_shared_prefix_from(mut self, previous: &MemTable) -> Self {
-        debug_assert!(self.is_empty());
-        if let Some(list) = Arc::get_mut(&mut self.list) {
-            list.set_shared_prefix(previous.list.common_prefix());
-        }
+        let prefix = previous.runs.common_prefix().into();
+        self.runs.reshape(|shape| shape.shared = prefix);
         self
     }
 
@@ -188,7 +196,7 @@ impl MemTable {
     pub fn sample_for_successor(&self) {
         self.successor_sample.get_or_init(|| {
             let parts = membuffer::MAX_NEIGHBOURHOODS;
-            let sample = self.list.sample_user_keys(SAMPLE_PER_HOOD * parts);
+            let sample = self.runs.sample_user_keys(SAMPLE_PER_HOOD * parts);
             // Only the keys cutting it into equal parts are kept (hoods.rs picks its splitters
             // among them); none if there are too few keys to cut.
             if sample.len() < parts {
@@ -216,7 +224,7 @@ impl MemTable {
 
     /// Sorts `entries` by internal key.
     fn sort_batch(&self, entries: &mut [BatchEntry<'_>]) {
-        let user = Arc::clone(self.list.comparator().user());
+        let user = Arc::clone(self.comparator().user());
         entries.sort_unstable_by(|a, b| {
             user.compare(a.user_key, b.user_key)
                 .then(b.seq.cmp(&a.seq))
@@ -224,17 +232,9 @@ impl MemTable {
         });
     }
 
-    /// Inserts sorted `entries` into the skiplist, each key into the filter first.
+    /// Inserts sorted `entries` into the skiplist's current run.
     fn insert_sorted(&self, entries: &[BatchEntry<'_>], search: Search) {
-        if let Some(f) = &self.filter {
-            entries.iter().for_each(|e| f.insert(e.user_key));
-        }
-        self.list.insert_sorted(entries, search);
-    }
-
-    /// True unless the key filter rules `user_key` out of the skiplist.
-    fn list_may_hold(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.runs.insert_sorted(entries, search);
     }
 
     /// Inserts every operation of `batch` into the skiplist at the batch's sequence numbers: a
@@ -244,16 +244,21 @@ impl MemTable {
     /// REQUIRES: the batch was validated ([`WriteBatch::validate`]): an operation that does
     /// not decode ends it.
     pub fn add_write_batch(&self, batch: &WriteBatch) {
+        self.add_write_batch_to_run(batch);
+        self.runs.seal_if_full();
+    }
+
+    fn add_write_batch_to_run(&self, batch: &WriteBatch) {
         if batch.count() == 1 {
             // A lone put or delete (most writes without contention): one insert, without the
             // multi-insert's vectors and its finger search (fillrandom +16%, fillseq +26%,
             // docs/memtable.md).
             match batch.iter().next() {
                 Some(Ok(BatchOp::Put { key, value })) => {
-                    self.add(batch.sequence(), ValueKind::Value, key, value);
+                    self.add_to_run(batch.sequence(), ValueKind::Value, key, value);
                 }
                 Some(Ok(BatchOp::Delete { key })) => {
-                    self.add(batch.sequence(), ValueKind::Deletion, key, b"");
+                    self.add_to_run(batch.sequence(), ValueKind::Deletion, key, b"");
                 }
                 Some(Err(_)) | None => {}
             }
@@ -272,6 +277,9 @@ impl MemTable {
                 kind,
                 value,
             });
+        }
+        if let Some(last) = entries.last() {
+            self.runs.note_write(last.seq);
         }
         self.sort_batch(&mut entries);
         self.insert_sorted(&entries, Search::Together);
@@ -297,17 +305,22 @@ impl MemTable {
             self.add(seq, kind, user_key, value);
             return;
         };
+        self.runs.note_write(seq);
         let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
             self.insert_sorted(&[entry_ref(&old)], Search::Finger);
         };
         let counter = match buffer.put(user_key, seq, kind, value, may_drop, keep) {
-            PutOutcome::Stored | PutOutcome::Displaced => return,
-            PutOutcome::Full => &self.fallbacks,
-            PutOutcome::Paused => &self.paused,
+            PutOutcome::Stored => return,
+            PutOutcome::Displaced => None,
+            PutOutcome::Full => Some(&self.fallbacks),
+            PutOutcome::Paused => Some(&self.paused),
         };
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.add(seq, kind, user_key, value);
+        if let Some(counter) = counter {
+            counter.fetch_add(1, Ordering::Relaxed);
+            self.add_to_run(seq, kind, user_key, value);
+        }
+        self.runs.seal_if_full();
     }
 
     /// Puts that found their membuffer bucket (or the whole membuffer) full and went straight
@@ -332,27 +345,23 @@ impl MemTable {
         {
             return Some(found);
         }
-        if !self.list_may_hold(user_key) {
-            return None;
-        }
-        let (ikey, value) = match self.list.newest(user_key) {
-            Newest::Entry(ikey, value) => (ikey, value),
-            Newest::Absent => return None,
-            Newest::Unknown => {
-                let target = key::make_internal_key(user_key, MAX_SEQUENCE, ValueKind::FOR_SEEK);
-                self.list.seek(&target)?
-            }
-        };
-        let parsed = key::parse_internal_key(ikey)?;
-        let user = self.list.comparator().user();
-        if user.compare(parsed.user_key, user_key).is_ne() {
-            return None;
-        }
-        let found = match parsed.kind {
-            ValueKind::Value => LookupResult::Found(value.to_vec()),
-            ValueKind::Deletion => LookupResult::Deleted,
-        };
-        Some((parsed.seq, found))
+        self.runs_get(user_key, MAX_SEQUENCE)
+    }
+
+    /// The runs' newest entry of `user_key` at or below `snapshot`.
+    fn runs_get(
+        &self,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+    ) -> Option<(SequenceNumber, LookupResult)> {
+        let (seq, kind, value) = self.runs.get(user_key, snapshot)?;
+        Some((
+            seq,
+            match kind {
+                ValueKind::Value => LookupResult::Found(value.to_vec()),
+                ValueKind::Deletion => LookupResult::Deleted,
+            },
+        ))
     }
 
     /// The membuffer, unless it has none or holds no entry: a point read then skips the bucket
@@ -368,7 +377,7 @@ impl MemTable {
     /// its slot (`stage` 0) or, once that is loaded, the entry it names (`stage` 1). A hint for
     /// reads of many keys (`Db::multi_get`), which run each stage over every key first.
     pub fn prefetch_point(&self, user_key: &[u8], stage: u8) {
-        self.list.prefetch_newest(user_key, stage);
+        self.runs.current().list.prefetch_newest(user_key, stage);
     }
 
     /// True if this memtable has a membuffer.
@@ -468,10 +477,14 @@ impl MemTable {
     /// added before (sequence numbers are unique); checked in debug builds only. Key and value
     /// sizes are expected to have passed [`crate::key::check_key_value`].
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        if let Some(f) = &self.filter {
-            f.insert(user_key);
-        }
-        self.list.insert(user_key, seq, kind, value);
+        self.add_to_run(seq, kind, user_key, value);
+        self.runs.seal_if_full();
+    }
+
+    /// [`MemTable::add`] without starting a new run.
+    fn add_to_run(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.runs.note_write(seq);
+        self.runs.insert(seq, kind, user_key, value);
     }
 
     /// The newest entry for `user_key` with sequence <= `snapshot` (membuffer, then skiplist).
@@ -494,65 +507,34 @@ impl MemTable {
         }) {
             return Some(found);
         }
-        if !self.list_may_hold(user_key) {
-            return None;
-        }
-        let found = match self.list.newest(user_key) {
-            // The newest entry is the one to read unless it is newer than the snapshot.
-            Newest::Entry(ikey, value) if key::trailer(ikey) >> 8 <= snapshot => {
-                Some((ikey, value))
-            }
-            Newest::Absent => return None,
-            Newest::Entry(..) | Newest::Unknown => {
-                let target = key::make_internal_key(
-                    user_key,
-                    snapshot.min(MAX_SEQUENCE),
-                    ValueKind::FOR_SEEK,
-                );
-                self.list.seek(&target)
-            }
-        };
-        let (ikey, value) = found?;
-        let parsed = key::parse_internal_key(ikey)?;
-        let user = self.list.comparator().user();
-        if user.compare(parsed.user_key, user_key).is_ne() {
-            return None;
-        }
-        Some((
-            parsed.seq,
-            match parsed.kind {
-                ValueKind::Value => LookupResult::Found(value.to_vec()),
-                ValueKind::Deletion => LookupResult::Deleted,
-            },
-        ))
+        self.runs_get(user_key, snapshot)
     }
 
     /// An iterator over the skiplist's entries in internal-key order (call [`MemTable::drain`]
-    /// first to include the membuffer's). It keeps the memtable alive, is
-    /// `'static + Send`, and sees entries added after it was created when it reaches them.
-    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+    /// first to include the membuffer's), each once, over the runs there are when it is made.
+    /// It keeps their arenas alive, is `'static + Send`, and sees entries added to those runs
+    /// after it was created when it reaches them.
+    pub fn iter(&self) -> MemTableIterator {
         MemTableIterator {
-            inner: Iter::new(Arc::clone(&self.list)),
+            inner: self.runs.iter(),
         }
     }
 
     /// Bytes the entries occupy (nodes, keys, values). Flushes are triggered by this.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.allocated_bytes() + self.buffer.as_ref().map_or(0, Membuffer::bytes)
+        self.runs.allocated_bytes() + self.buffer.as_ref().map_or(0, Membuffer::bytes)
     }
 
-    /// Bytes reserved from the system by the memtable's arena (chunks of 1 MiB), its key
-    /// filter and its point index.
+    /// Bytes reserved from the system by the memtable's arenas (chunks of 1 MiB), key filters
+    /// and point indexes.
     pub fn reserved_memory(&self) -> usize {
-        self.list.memory_usage()
-            + self.filter.as_ref().map_or(0, KeyFilter::bytes)
-            + self.list.point_index_bytes()
+        self.runs.reserved()
     }
 
     /// Entries in the skiplist plus entries in the membuffer (an entry being drained may be
     /// counted twice).
     pub fn len(&self) -> usize {
-        self.list.len() + self.buffered_len()
+        self.runs.len() + self.buffered_len()
     }
 
     /// True if no entry was added.
@@ -562,7 +544,7 @@ impl MemTable {
 
     /// The comparator ordering the entries.
     pub fn comparator(&self) -> &InternalKeyComparator {
-        self.list.comparator()
+        self.runs.comparator()
     }
 }
 
@@ -585,12 +567,15 @@ fn lookup_of(e: &BufferedEntry<'_>) -> LookupResult {
 /// A cursor over a memtable's entries; `key()` and `value()` borrow from its arena.
 #[derive(Debug)]
 pub struct MemTableIterator {
-    inner: Iter,
+    inner: RunsCursor,
 }
 
-// The skiplist cursor cannot fail: its status is always Ok.
-crate::iter::forward_internal_iterator!(MemTableIterator, inner, status: |_it| Ok(()));
+crate::iter::forward_internal_iterator!(MemTableIterator, inner);
 
 #[cfg(test)]
 #[path = "memtable_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod runs_tests;

@@ -246,6 +246,8 @@ pub fn tiny_options(fs: Arc<dyn Fs>, layout: &Layout) -> Options {
         // Tables written back every 4 KiB (default 1 MiB, past these tables' size), so power
         // cuts and injected faults also land between write-backs.
         bytes_per_sync: 4 << 10,
+        // Memtables of four runs, so crashes also land while a memtable holds several.
+        memtable_run_size: 8 << 10,
         // No info log: a torn write or an injected fault must hit the database's own files,
         // not a LOG line (which the engine never reads back).
         info_log: screedb::InfoLog::Off,
