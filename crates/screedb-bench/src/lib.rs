@@ -478,6 +478,8 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         gc_garbage_percent: None,
         // So is FLSM's level target scale (`screedb:level_scale=N`).
         flsm_level_target_scale: None,
+        // And ScreeDB's memtable run size (`screedb:run_mib=N`).
+        memtable_run_size: None,
         background_nice: 0,
     };
     let temp;

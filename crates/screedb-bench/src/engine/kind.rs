@@ -70,6 +70,8 @@ pub struct ScreeDbSpec {
     pub level_target_scale: Option<u64>,
     /// `nice=N`: `Options::background_nice`.
     pub background_nice: Option<i32>,
+    /// `run_mib=N`: `Options::memtable_run_size` in MiB (0: one skiplist per memtable).
+    pub memtable_run_mib: Option<usize>,
 }
 
 /// `value` parsed as an integer within `range`; otherwise why not, naming `key=value`.
@@ -100,7 +102,8 @@ impl ScreeDbSpec {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
                  layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle), \
-                 gc=PERCENT (trie), level_scale=N (FLSM), prefix_bloom=N and nice=0..19"
+                 gc=PERCENT (trie), level_scale=N (FLSM), prefix_bloom=N, nice=0..19 and \
+                 run_mib=N"
             ))
         };
         for option in spec.split(':') {
@@ -135,7 +138,11 @@ impl ScreeDbSpec {
                 "nice" if out.background_nice.is_none() => {
                     out.background_nice = Some(in_range(key, value, 0..=19).map_err(bad)?);
                 }
-                "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" | "nice" => {
+                "run_mib" if out.memtable_run_mib.is_none() => {
+                    out.memtable_run_mib = Some(in_range(key, value, 0..=1 << 20).map_err(bad)?);
+                }
+                "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" | "nice"
+                | "run_mib" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -170,6 +177,9 @@ impl ScreeDbSpec {
         }
         if let Some(n) = self.background_nice {
             out.push_str(&format!(":nice={n}"));
+        }
+        if let Some(n) = self.memtable_run_mib {
+            out.push_str(&format!(":run_mib={n}"));
         }
         out
     }
@@ -275,6 +285,9 @@ impl EngineKind {
                 if let Some(n) = spec.background_nice {
                     config.background_nice = n;
                 }
+                if let Some(n) = spec.memtable_run_mib {
+                    config.memtable_run_size = Some(n << 20);
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -353,9 +366,13 @@ mod tests {
                 gc_garbage_percent: None,
                 level_target_scale: None,
                 background_nice: None,
+                memtable_run_mib: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");
+        let r = EngineKind::parse("screedb:memory=flodb:run_mib=0").unwrap();
+        assert_eq!(r.label(), "screedb:memory=flodb:run_mib=0");
+        assert!(EngineKind::parse("screedb:run_mib=x").is_err());
         let j = EngineKind::parse("screedb:layout=jungle:c=2.5").unwrap();
         assert_eq!(j.label(), "screedb:layout=jungle:c=2.5");
         assert!(EngineKind::parse("screedb:layout=jungle:c=0.5").is_err());

@@ -94,6 +94,8 @@ pub struct EngineConfig {
     pub flsm_level_target_scale: Option<u64>,
     /// ScreeDB's `background_nice` (0: background threads at the opener's priority).
     pub background_nice: i32,
+    /// ScreeDB's `memtable_run_size` (`None`: its default). Other engines ignore it.
+    pub memtable_run_size: Option<usize>,
 }
 
 impl EngineConfig {
@@ -121,6 +123,7 @@ impl EngineConfig {
             gc_garbage_percent: None,
             flsm_level_target_scale: None,
             background_nice: 0,
+            memtable_run_size: None,
         }
     }
 }

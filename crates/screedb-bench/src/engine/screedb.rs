@@ -68,6 +68,9 @@ impl ScreeDbEngine {
         if let Some(memory) = config.memory {
             options.memory = memory;
         }
+        if let Some(bytes) = config.memtable_run_size {
+            options.memtable_run_size = bytes;
+        }
         options.compression = match config.compression {
             Compression::None => CompressionType::None,
             Compression::Lz4 => CompressionType::Lz4,
