@@ -318,7 +318,7 @@ impl MemTable {
         };
         if let Some(counter) = counter {
             counter.fetch_add(1, Ordering::Relaxed);
-            self.add_to_run(seq, kind, user_key, value);
+            self.runs.insert(seq, kind, user_key, value); // its write was noted above
         }
         self.runs.seal_if_full();
     }
@@ -355,13 +355,7 @@ impl MemTable {
         snapshot: SequenceNumber,
     ) -> Option<(SequenceNumber, LookupResult)> {
         let (seq, kind, value) = self.runs.get(user_key, snapshot)?;
-        Some((
-            seq,
-            match kind {
-                ValueKind::Value => LookupResult::Found(value.to_vec()),
-                ValueKind::Deletion => LookupResult::Deleted,
-            },
-        ))
+        Some((seq, lookup(kind, value)))
     }
 
     /// The membuffer, unless it has none or holds no entry: a point read then skips the bucket
@@ -558,8 +552,13 @@ fn entry_ref<'a>(e: &BufferedEntry<'a>) -> BatchEntry<'a> {
 }
 
 fn lookup_of(e: &BufferedEntry<'_>) -> LookupResult {
-    match e.kind {
-        ValueKind::Value => LookupResult::Found(e.value().to_vec()),
+    lookup(e.kind, e.value())
+}
+
+/// What an entry of `kind` with `value` answers to a point read.
+fn lookup(kind: ValueKind, value: &[u8]) -> LookupResult {
+    match kind {
+        ValueKind::Value => LookupResult::Found(value.to_vec()),
         ValueKind::Deletion => LookupResult::Deleted,
     }
 }

@@ -248,8 +248,8 @@ impl Runs {
             entries.iter().for_each(|e| f.insert(e.user_key));
         }
         run.list.insert_sorted(entries, search);
-        if let Some(seq) = entries.iter().map(|e| e.seq).max()
-            && self.shape.run_bytes > 0
+        if self.shape.run_bytes > 0
+            && let Some(seq) = entries.iter().map(|e| e.seq).max()
         {
             run.cover(seq, &self.sealing);
         }
