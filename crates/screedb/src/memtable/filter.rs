@@ -42,7 +42,7 @@ impl KeyFilter {
         if bytes == 0 {
             return None;
         }
-        let words = (0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
+        let words = super::huge_pages::boxed_slice(bytes.div_ceil(8), |_| AtomicU64::new(0));
         Some(KeyFilter { words })
     }
 

@@ -163,7 +163,7 @@ impl Membuffer {
         let buckets = wanted.next_power_of_two();
         let hoods = buckets.min(MAX_NEIGHBOURHOODS);
         Membuffer {
-            buckets: (0..buckets).map(|_| Slot::default()).collect(),
+            buckets: super::huge_pages::boxed_slice(buckets, |_| Slot::default()),
             hoods: HoodMap::by_hash(hoods),
             buckets_per_hood: buckets / hoods,
             bucket_entries,

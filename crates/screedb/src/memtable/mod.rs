@@ -10,6 +10,7 @@ mod arena;
 mod bucket;
 mod filter;
 mod hoods;
+mod huge_pages;
 mod membuffer;
 #[cfg(all(test, feature = "model-check"))]
 mod model_check;

@@ -100,7 +100,7 @@ impl PointIndex {
         }
         let slots = (bytes / 8).max(8);
         Some(PointIndex {
-            slots: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+            slots: super::huge_pages::boxed_slice(slots, |_| AtomicU64::new(0)),
             used: AtomicUsize::new(0),
             incomplete: AtomicBool::new(false),
             overflow,
