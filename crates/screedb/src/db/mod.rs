@@ -597,6 +597,7 @@ impl Db {
                     let buffered: usize = sv.memtables().map(|m| m.buffered_len()).sum();
                     let admitted: usize = sv.memtables().map(|m| m.membuffer_admitted()).sum();
                     let paused: u64 = sv.memtables().map(|m| m.membuffer_paused_puts()).sum();
+                    let appended: u64 = sv.memtables().map(|m| m.membuffer_appended_puts()).sum();
                     let hoods = if sv.mem.membuffer_by_range() {
                         "key range"
                     } else {
@@ -605,6 +606,7 @@ impl Db {
                     format!(
                         "flodb, {buffered} entries in membuffers, {admitted} admitted to them, \
                          {paused} puts past them while scans paused them, \
+                         {appended} puts past them in ascending key order, \
                          live neighbourhoods by {hoods}"
                     )
                 }

@@ -142,10 +142,18 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
     );
     let first = flodb(16 << 10).with_neighbourhoods_from(&previous_with((0..4000).map(key)));
     assert!(first.membuffer_by_range());
-    // Sequential keys past every range fill the last one alone and then go to the skiplist.
+    // Keys past every range fill the last one alone and then go to the skiplist. (Not in key
+    // order: puts in order skip the membuffer altogether, `ascending.rs`.)
     for seq in 1..=400 {
-        first.put(seq, ValueKind::Value, &key(10_000 + seq), b"v", None);
+        first.put(
+            seq,
+            ValueKind::Value,
+            &key(10_000 + seq * 319 % 400),
+            b"v",
+            None,
+        );
     }
+    assert_eq!(first.membuffer_appended_puts(), 0);
     assert!(first.membuffer_fallbacks() * 8 > first.len() as u64);
     first.sample_for_successor();
     let second = flodb(16 << 10).with_neighbourhoods_from(&first);
@@ -478,4 +486,80 @@ fn keys_with_and_without_the_previous_memtables_prefix_keep_their_order() {
             "{k:?}"
         );
     }
+}
+
+/// Puts in key order skip the membuffer once a streak of them has been seen; keys put again
+/// later are buffered over their skiplist versions, and reads at every snapshot, the latest
+/// state and iteration agree with a model throughout.
+#[test]
+fn keys_in_order_skip_the_membuffer_and_reads_stay_right() {
+    let m = Arc::new(flodb(64 << 10));
+    let key = |i: u64| format!("k{i:06}").into_bytes();
+    let mut model = Model::new();
+    let mut seq = 0u64;
+    let mut put = |i: u64, kind: ValueKind, snapshot: Option<u64>, model: &mut Model| {
+        seq += 1;
+        let value = if kind == ValueKind::Value {
+            seq.to_le_bytes().to_vec()
+        } else {
+            Vec::new()
+        };
+        m.put(seq, kind, &key(i), &value, snapshot);
+        model.insert((key(i), std::cmp::Reverse(seq)), (kind, value));
+        seq
+    };
+    let streak = ascending::STREAK as usize;
+    for i in 0..100 {
+        put(i, ValueKind::Value, None, &mut model);
+    }
+    assert_eq!(
+        (m.buffered_len(), m.membuffer_appended_puts()),
+        (streak, 100 - streak as u64)
+    );
+    // Older keys again under a snapshot (buffered keys and appended ones, values and
+    // deletions), then another run in order, which must build its streak anew.
+    let snap = 100;
+    for i in (0..100).step_by(7) {
+        let kind = if i % 2 == 0 {
+            ValueKind::Deletion
+        } else {
+            ValueKind::Value
+        };
+        put(i, kind, Some(snap), &mut model);
+    }
+    let last = (100..150)
+        .map(|i| put(i, ValueKind::Value, Some(snap), &mut model))
+        .last();
+    assert_eq!(
+        m.membuffer_appended_puts(),
+        (100 - streak + 50 - streak) as u64
+    );
+    let last = last.unwrap_or_default();
+    let check = |m: &Arc<MemTable>| {
+        for i in 0..160 {
+            for s in [5, 50, snap, snap + 7, last] {
+                assert_eq!(
+                    m.get(&key(i), s),
+                    model_get(&model, &key(i), s),
+                    "key {i} at {s}"
+                );
+            }
+            let newest = model_get(&model, &key(i), u64::MAX);
+            let latest = m.get_latest(&key(i)).map(|(_, found)| found);
+            assert_eq!(
+                latest,
+                (newest != LookupResult::NotFound).then_some(newest),
+                "key {i}"
+            );
+        }
+    };
+    check(&m);
+    m.drain(MAX_SEQUENCE);
+    assert_eq!(m.buffered_len(), 0);
+    check(&m);
+    let want: Vec<_> = model
+        .iter()
+        .map(|((k, s), (kind, v))| (k.clone(), s.0, *kind, v.clone()))
+        .collect();
+    assert_eq!(forward(&m), want);
 }

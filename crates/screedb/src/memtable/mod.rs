@@ -7,6 +7,7 @@
 //! one of its iterators) drops. See `docs/memtable.md`.
 
 mod arena;
+mod ascending;
 mod bucket;
 mod filter;
 mod hoods;
@@ -26,6 +27,7 @@ use crate::comparator::InternalKeyComparator;
 use crate::key::{MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::write_batch::{BatchOp, WriteBatch};
 
+use ascending::Ascending;
 use bucket::BufferedEntry;
 use membuffer::{Membuffer, PutOutcome};
 pub use runs::MAX_RUNS;
@@ -70,6 +72,10 @@ pub struct MemTable {
     /// Puts of keys not buffered sent to the skiplist while scans paused the membuffer (a
     /// statistic).
     paused: AtomicU64,
+    /// The running maximum of the keys put, for puts in key order ([`MemTable::put`]).
+    ascending: Ascending,
+    /// Puts that skipped the membuffer as part of a run of ascending keys (a statistic).
+    appended: AtomicU64,
     /// The keys cutting a sample of this memtable's keys into 1024 equal parts, for the next
     /// memtable's key-range neighbourhoods ([`MemTable::sample_for_successor`]), taken once.
     successor_sample: OnceLock<Vec<Vec<u8>>>,
@@ -98,6 +104,8 @@ impl MemTable {
             buffer: None,
             fallbacks: AtomicU64::new(0),
             paused: AtomicU64::new(0),
+            ascending: Ascending::default(),
+            appended: AtomicU64::new(0),
             successor_sample: OnceLock::new(),
         }
     }
@@ -307,6 +315,16 @@ impl MemTable {
             return;
         };
         self.runs.note_write(seq);
+        if self
+            .ascending
+            .note(user_key, self.runs.comparator().user().as_ref())
+        {
+            // Above every key put before: not buffered, so the skiplist may take it directly.
+            self.appended.fetch_add(1, Ordering::Relaxed);
+            self.runs.insert(seq, kind, user_key, value); // its write was noted above
+            self.runs.seal_if_full();
+            return;
+        }
         let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
             self.insert_sorted(&[entry_ref(&old)], Search::Finger);
@@ -328,6 +346,12 @@ impl MemTable {
     /// to the skiplist; 0 without a membuffer.
     pub fn membuffer_fallbacks(&self) -> u64 {
         self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// Puts that went straight to the skiplist because their key was above every key put
+    /// before, in a run of such puts (`ascending.rs`); 0 without a membuffer.
+    pub fn membuffer_appended_puts(&self) -> u64 {
+        self.appended.load(Ordering::Relaxed)
     }
 
     /// Puts of keys not buffered that went straight to the skiplist because scans paused the
