@@ -5,8 +5,8 @@
 #      built from the Go module proxy.
 # redis-server runs with appendonly yes, appendfsync everysec, no RDB snapshots, its files in a
 # temporary directory; screedb serve runs with --sync everysec, a 16 MiB memtable (so the
-# 1,000,000-key data set is larger than its write buffer) and --memory flodb (the server's default,
-# docs/server.md; `--memory skiplist` for the engine's).
+# 1,000,000-key data set is larger than its write buffer) and --memory flodb (the default,
+# docs/server.md; `--memory skiplist` for the skiplist alone).
 # The redis-benchmark rows run --rounds times (default 3), each round on freshly started servers,
 # and the table gives each server's median and the ratio of the medians, with every round's
 # ratio beside it: single runs on a small machine spread by a tenth.

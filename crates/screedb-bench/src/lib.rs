@@ -181,8 +181,8 @@ pub struct BenchArgs {
     /// Layout of levels >= 1: flsm, leveled, trie or jungle. Default: the engine's.
     #[arg(long, value_parser = parse_layout)]
     pub layout: Option<screedb::LayoutKind>,
-    /// ScreeDB's memory component: skiplist or flodb (see docs/memory.md). Default: the
-    /// engine's (skiplist). Other engines ignore it.
+    /// ScreeDB's memory component: flodb or skiplist (see docs/memory.md). Default: the
+    /// engine's (flodb). Other engines ignore it.
     #[arg(long, value_parser = parse_memory)]
     pub memory: Option<screedb::Memory>,
     /// Use the database in `--db` as it is; fill workloads are skipped.

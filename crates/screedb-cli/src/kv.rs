@@ -24,7 +24,7 @@ pub struct DbArg {
     /// always opened with the layout it was created with.
     #[arg(long, value_parser = |s: &str| s.parse::<screedb::LayoutKind>().map_err(|e| e.to_string()))]
     layout: Option<screedb::LayoutKind>,
-    /// Memory component to open the database with: skiplist (default) or flodb (see
+    /// Memory component to open the database with: flodb (default) or skiplist (see
     /// docs/memory.md). Not stored in the database: each open chooses.
     #[arg(long, value_parser = crate::parse_memory)]
     memory: Option<screedb::Memory>,

@@ -89,7 +89,7 @@ enum Command {
         /// Database directory.
         #[arg(long)]
         db: PathBuf,
-        /// Memory component to open it with: skiplist (default) or flodb.
+        /// Memory component to open it with: flodb (default) or skiplist.
         #[arg(long, value_parser = parse_memory)]
         memory: Option<screedb::Memory>,
     },

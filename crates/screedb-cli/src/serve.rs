@@ -32,8 +32,8 @@ pub struct ServeArgs {
     /// Threads serving connections (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Memory component: flodb (the server's default) or skiplist (the engine's default;
-    /// docs/memory.md, docs/server.md).
+    /// Memory component: flodb (the default, as for the engine) or skiplist (docs/memory.md,
+    /// docs/server.md).
     #[arg(long, value_parser = crate::parse_memory)]
     memory: Option<screedb::Memory>,
 }

@@ -287,7 +287,15 @@ fn memory_flodb_is_used_by_bench_and_commands_that_open_a_database() {
     ]);
     assert!(out.contains("memory component flodb, "), "{out}");
     assert!(!out.contains("flodb, 0 entries"), "membuffer unused: {out}");
+    // FloDB is the default; --memory=skiplist keeps the skiplist alone.
     let out = ok(&["bench", "--num=200", "--benchmarks=fillrandom,stats"]);
+    assert!(out.contains("memory component flodb, "), "{out}");
+    let out = ok(&[
+        "bench",
+        "--num=200",
+        "--memory=skiplist",
+        "--benchmarks=fillrandom,stats",
+    ]);
     assert!(out.contains("memory component skiplist"), "{out}");
     let out = screedb(&["bench", "--memory=hash"]);
     assert_eq!(out.status.code(), Some(2));
@@ -310,7 +318,8 @@ fn memory_flodb_is_used_by_bench_and_commands_that_open_a_database() {
         stats.contains("memory component") && stats.contains("flodb"),
         "{stats}"
     );
-    assert!(ok(&["stats", "--db", &db]).contains("skiplist"));
+    assert!(ok(&["stats", "--db", &db, "--memory", "skiplist"]).contains("skiplist"));
+    assert!(ok(&["stats", "--db", &db]).contains("flodb"));
 }
 
 #[test]

@@ -101,10 +101,9 @@ pub struct Config {
     /// Largest output a client may have waiting; past it the client is disconnected. Default:
     /// 256 MiB.
     pub max_output_buffer: usize,
-    /// Engine options (`create_if_missing` is set by the server). Default: the engine's, but
-    /// with FloDB's membuffer (`memory = Memory::Flodb`; the engine's default is the skiplist
-    /// alone): a server's clients write concurrently, and it ran faster on every row of
-    /// `scripts/bench-server.sh` (docs/server.md, "Benchmarks").
+    /// Engine options (`create_if_missing` is set by the server). Default: the engine's, whose
+    /// FloDB membuffer (`memory = Memory::Flodb`) suits a server's concurrent clients: it ran
+    /// faster on every row of `scripts/bench-server.sh` (docs/server.md, "Benchmarks").
     pub options: screedb::Options,
     /// How often the sweeper (active expiry, old subkeys) runs. Default: 100 ms.
     pub sweep_interval: Duration,
@@ -125,10 +124,7 @@ impl Config {
             limits: resp::Limits::default(),
             max_clients: 10_000,
             max_output_buffer: 256 << 20,
-            options: screedb::Options {
-                memory: screedb::Memory::Flodb,
-                ..screedb::Options::default()
-            },
+            options: screedb::Options::default(),
             sweep_interval: Duration::from_millis(100),
             threads: None,
         }

@@ -105,12 +105,18 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The memory component named by `SCREEDB_MEMORY` (`skiplist` or `flodb`), default skiplist:
-/// the same scenarios run against either (`SCREEDB_MEMORY=flodb cargo test ...`).
-pub fn memory_from_env() -> screedb::Memory {
+/// The memory component the suites run `layout` with: the one `SCREEDB_MEMORY` names
+/// (`skiplist` or `flodb`) when set, else FloDB (the engine's default) with FLSM and Jungle and
+/// the skiplist alone with leveled and the trie, so that the faults the suites inject meet both
+/// components without every scenario running twice (`SCREEDB_MEMORY=skiplist cargo test ...`
+/// runs them all with one).
+pub fn memory_for(layout: &Layout) -> screedb::Memory {
     match std::env::var("SCREEDB_MEMORY") {
         Ok(name) => name.parse().expect("SCREEDB_MEMORY"),
-        Err(_) => screedb::Memory::Skiplist,
+        Err(_) => match layout.kind() {
+            LayoutKind::Flsm | LayoutKind::Jungle => screedb::Memory::Flodb,
+            LayoutKind::Leveled | LayoutKind::Trie => screedb::Memory::Skiplist,
+        },
     }
 }
 
@@ -236,7 +242,7 @@ pub fn tiny_options(fs: Arc<dyn Fs>, layout: &Layout) -> Options {
     Options {
         create_if_missing: true,
         fs,
-        memory: memory_from_env(),
+        memory: memory_for(layout),
         layout: layout.clone(),
         write_buffer_size: 32 << 10,
         target_file_size: 16 << 10,

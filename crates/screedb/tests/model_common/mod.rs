@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use screedb::fs::MemFs;
 use screedb::table::CompressionType;
-use screedb::{DbIterator, Layout, Options};
+use screedb::{DbIterator, Layout, Memory, Options};
 
 use crate::crash_common;
 
@@ -98,6 +98,9 @@ pub fn random_options(rng: &mut Rng, fs: Option<Arc<MemFs>>, layout: &Layout) ->
     // Memtables in runs of 4 KiB for half the write buffer sizes (derived, not drawn, so that
     // each seed's later draws, which the regression tests replay, stay what they were).
     o.memtable_run_size = [0, 4 << 10][(o.write_buffer_size >> 10) % 2];
+    // Both memory components, derived the same way: FloDB (the default) for half the table
+    // sizes, the skiplist alone for the other half.
+    o.memory = [Memory::Flodb, Memory::Skiplist][(o.target_file_size >> 10) as usize % 2];
     if let Some(fs) = fs {
         o.fs = fs;
     }
