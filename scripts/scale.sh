@@ -11,7 +11,7 @@
 # RocksDB, whose first build takes 12-15 minutes on 2 cores).
 # Usage: scripts/scale.sh [DB_DIR] [OUT_DIR]
 #   SIZES="10000000 50000000" scripts/scale.sh   to run part of the ladder;
-#   ENGINES=screedb,screedb:memory=flodb,rocksdb  to compare more engines;
+#   ENGINES=screedb,screedb:memory=skiplist,rocksdb  to compare more engines;
 #   READS=300000                                   point reads and seeks per size;
 #   SEEK_PASSES=2                                  seekrandom passes after the reads (>= 1);
 #   FEATURES=fjall,leveldb                         to build the binary with those peers too

@@ -82,8 +82,10 @@ pub struct Options {
     // ---- performance ----
     /// The memory component: FloDB's membuffer (a small hash table, drained by a background
     /// thread) in front of the skiplist memtable, or the skiplist alone. `Flodb` fills random
-    /// keys 1.6-1.9x as fast (10M-100M keys, 128-byte values) and reads as fast; the skiplist
-    /// alone saves the drain thread and the membuffer's memory. Default: [`Memory::Flodb`].
+    /// keys 1.6-1.9x as fast (10M-100M keys, 128-byte values); reads match the skiplist's
+    /// within this project's measurement noise once writes stop (the buffer is then drained),
+    /// while reads during writes search the membuffer first. The skiplist alone saves the drain
+    /// thread and the membuffer's memory. Default: [`Memory::Flodb`].
     /// RocksDB: none (`memtable_factory` comes closest). See `docs/memory.md`.
     pub memory: Memory,
     /// With [`Memory::Flodb`], bytes of keys and values the membuffer holds at most, part of

@@ -24,6 +24,7 @@ fn quiet_options(fault: &FaultFs, layout: &Layout) -> Options {
         create_if_missing: true,
         fs: Arc::new(fault.clone()),
         layout: layout.clone(),
+        memory: crash_common::memory_for(layout),
         write_buffer_size: 4 << 20,
         // Fault positions count the database's own writes, not LOG lines.
         info_log: screedb::InfoLog::Off,

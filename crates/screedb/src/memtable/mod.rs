@@ -57,7 +57,8 @@ const SAMPLE_PER_HOOD: usize = 64;
 /// A sorted in-memory table of internal-key entries. `Send + Sync`; share it as `Arc<MemTable>`.
 ///
 /// With a membuffer ([`MemTable::with_membuffer`], FloDB's design), [`MemTable::put`] first
-/// tries a small hash table; buffered entries move to the skiplist by [`MemTable::drain`].
+/// tries a small hash table (keys in order skip it); buffered entries move to the skiplist by
+/// [`MemTable::drain`].
 /// Reads consult both. Iteration sees the skiplist only: drain first.
 ///
 /// The skiplist is one run, or several of bounded size ([`MemTable::with_runs_of`],
@@ -163,8 +164,8 @@ impl MemTable {
     /// ([`MemTable::sample_for_successor`]), so that drains hand the skiplist neighbouring keys
     /// (`hoods.rs`). Kept by hash when `previous` took no sample or too small a one, or when it
     /// cut its own by range and more than an eighth of its entries then found no room in the
-    /// membuffer (the keys moved on: sequential keys fill the last range alone); the memtable
-    /// after that tries ranges again. Call before the first write.
+    /// membuffer (the keys moved on: keys past the last splitter fill the last range alone);
+    /// the memtable after that tries ranges again. Call before the first write.
     #[must_use]
     pub fn with_neighbourhoods_from(mut self, previous: &MemTable) -> Self {
         if !self.is_empty() {
@@ -296,7 +297,8 @@ impl MemTable {
 
     /// Writes one entry as the key's newest version: into the membuffer if there is one, it has
     /// room and admits the key (a key already buffered always; another unless a scan paused
-    /// admission, [`MemTable::drain_for_scan`]), else into the skiplist. A buffered older
+    /// admission, [`MemTable::drain_for_scan`]), else into the skiplist. A key above every key
+    /// put before, after a streak of such puts, goes straight to the skiplist (`ascending.rs`). A buffered older
     /// version of the key is overwritten in place only if no snapshot can read it:
     /// `newest_snapshot` is the largest live snapshot sequence (or `None`), and the old version
     /// is kept (moved to the skiplist first) when it is at or below it.
@@ -422,7 +424,8 @@ impl MemTable {
     }
 
     /// [`MemTable::drain`] for a new iterator, which first pauses the membuffer's admission of
-    /// new keys for as many puts as it has buckets: the writer then inserts them into the
+    /// new keys for as many puts through the buffer as it has buckets (puts that skip it as keys
+    /// in order, `ascending.rs`, do not count): the writer then inserts them into the
     /// skiplist itself, so while iterators keep coming (and keep the pause going) each finds the
     /// buffer empty and skips it, instead of draining what the writer buffered since the last
     /// one. FloDB drains per scan (its Algorithm 3), and under an unthrottled writer each scan
