@@ -12,12 +12,18 @@
 //! (no neighbourhood search, no bucket lock), so a read-only phase after a load reads as fast
 //! as with the skiplist alone. An immutable memtable's membuffer is drained by its flush, and
 //! iterators drain what they read.
+//!
+//! With the membuffer empty and still no write, the thread parks on the [`DrainBell`] until
+//! the next write group rings it: an idle database costs no wake-ups (it woke 250 times a
+//! second before), and a read-only phase has the second core to itself.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::DbInner;
 use crate::key::SequenceNumber;
+use crate::sync::{lock, wait};
 
 /// How long the thread first sleeps when there is nothing to drain.
 const IDLE: Duration = Duration::from_micros(500);
@@ -35,6 +41,52 @@ const MAX_IDLE: Duration = Duration::from_millis(4);
 /// it (`MemTable::get_latest`).
 const QUIET: Duration = Duration::from_millis(50);
 
+/// Where the drain thread sleeps while the database is idle, and what wakes it.
+///
+/// The protocol is a store-then-load on each side with a `SeqCst` fence between: the writer
+/// publishes its group's sequence, then looks whether the thread is parked; the thread marks
+/// itself parked, then looks whether a sequence was published since its last round. At least
+/// one of them sees the other's store, so a write never leaves the thread asleep: either the
+/// thread sees the new sequence and does not sleep, or the writer sees it parked and rings
+/// (under the mutex, so the ring cannot fall between the thread's last check and its wait).
+#[derive(Debug, Default)]
+pub(super) struct DrainBell {
+    parked: AtomicBool,
+    lock: Mutex<()>,
+    cv: Condvar,
+    /// Rounds the thread has run (a statistic for tests).
+    rounds: AtomicU64,
+}
+
+impl DrainBell {
+    /// Called by a write leader after it published a group's sequence (`visible_sequence`).
+    pub(super) fn ring(&self) {
+        fence(Ordering::SeqCst);
+        if self.parked.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
+    /// Wakes the thread whatever it is doing (a write, or shutdown after `shutting_down`).
+    pub(super) fn wake(&self) {
+        let _guard = lock(&self.lock);
+        self.parked.store(false, Ordering::Relaxed);
+        self.cv.notify_all();
+    }
+
+    /// Parks the calling thread until [`DrainBell::ring`] or [`DrainBell::wake`]; returns at
+    /// once if `woken` (evaluated after marking the thread parked) says it already happened.
+    fn park(&self, woken: impl Fn() -> bool) {
+        let mut guard = lock(&self.lock);
+        self.parked.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        while self.parked.load(Ordering::Relaxed) && !woken() {
+            guard = wait(&self.cv, guard);
+        }
+        self.parked.store(false, Ordering::Relaxed);
+    }
+}
+
 /// Body of the drain thread; returns at shutdown.
 pub(super) fn run(inner: &DbInner) {
     let mut cursor = 0;
@@ -43,6 +95,7 @@ pub(super) fn run(inner: &DbInner) {
     let mut last_write = Instant::now();
     let mut last_buffered = 0;
     while !inner.shutting_down.load(Ordering::Acquire) {
+        inner.drain_bell.rounds.fetch_add(1, Ordering::Relaxed);
         let mem = std::sync::Arc::clone(&inner.super_version.load().mem);
         if mem.approximate_memory_usage() >= inner.options.write_buffer_size / 2 {
             mem.sample_for_successor();
@@ -59,8 +112,19 @@ pub(super) fn run(inner: &DbInner) {
         let seq = inner.visible_sequence.load(Ordering::Acquire);
         if seq != last_seq {
             (last_seq, last_write) = (seq, Instant::now());
-        } else if last_write.elapsed() >= QUIET && buffered > 0 {
-            mem.drain(crate::key::MAX_SEQUENCE);
+        } else if last_write.elapsed() >= QUIET {
+            if buffered > 0 {
+                mem.drain(crate::key::MAX_SEQUENCE);
+            } else {
+                // Idle and empty: nothing to do until the next write group.
+                drop(mem);
+                inner.drain_bell.park(|| {
+                    inner.visible_sequence.load(Ordering::Acquire) != last_seq
+                        || inner.shutting_down.load(Ordering::Acquire)
+                });
+                (idle, last_write) = (IDLE, Instant::now());
+                continue;
+            }
         }
         std::thread::sleep(idle);
         idle = (idle * 2).min(MAX_IDLE);
@@ -72,5 +136,62 @@ pub(super) fn run(inner: &DbInner) {
 pub(super) fn wait_visible(inner: &DbInner, seq: SequenceNumber) {
     while inner.visible_sequence.load(Ordering::Acquire) < seq {
         std::thread::yield_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    use crate::{Db, Memory, Options};
+
+    /// Polls `done` for up to ten seconds.
+    fn eventually(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "timed out: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn an_idle_database_parks_the_drain_thread_until_a_write_rings() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            create_if_missing: true,
+            memory: Memory::Flodb,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        let inner = &db.inner;
+        let mem = || std::sync::Arc::clone(&inner.super_version.load().mem);
+        let buffered = || mem().buffered_len();
+        let parked = || inner.drain_bell.parked.load(Ordering::Relaxed);
+        for round in 0..3u32 {
+            db.put(format!("key{round}").as_bytes(), b"value").unwrap();
+            assert_eq!(
+                mem().membuffer_admitted(),
+                round as usize + 1,
+                "round {round}: the put was buffered"
+            );
+            // The write rang: the thread wakes, drains the key once the database is quiet, and
+            // parks again.
+            eventually("drained", || buffered() == 0);
+            eventually("parked", parked);
+            let rounds = inner.drain_bell.rounds.load(Ordering::Relaxed);
+            std::thread::sleep(super::QUIET * 4);
+            // Sleeping with a backoff instead, it would have run 50 rounds by now.
+            assert_eq!(
+                inner.drain_bell.rounds.load(Ordering::Relaxed),
+                rounds,
+                "round {round}: an idle database's drain thread ran"
+            );
+        }
+        // Shutdown wakes it: close would hang otherwise.
+        db.close().unwrap();
     }
 }

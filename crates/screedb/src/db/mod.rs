@@ -249,6 +249,8 @@ pub(crate) struct DbInner {
     snapshots: Arc<SnapshotList>,
     counters: Counters,
     shutting_down: AtomicBool,
+    /// Wakes the drain thread (`Memory::Flodb`) parked while the database is idle.
+    drain_bell: drain::DrainBell,
     /// The epoch of the write pacing clock (`write_rate.rs`).
     opened_at: std::time::Instant,
     info_log: InfoLogger,
@@ -675,6 +677,7 @@ impl Db {
             let _st = lock(&inner.state);
             inner.bg_cv.notify_all();
         }
+        inner.drain_bell.wake();
         for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }

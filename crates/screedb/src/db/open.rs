@@ -309,6 +309,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         counters,
         shutting_down: AtomicBool::new(false),
+        drain_bell: super::drain::DrainBell::default(),
         opened_at: std::time::Instant::now(),
         info_log,
         _lock: lock,

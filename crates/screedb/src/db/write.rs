@@ -122,6 +122,7 @@ fn lead<'a>(
             inner.visible_sequence.store(last_seq, Ordering::Release);
         }
         drop(snapshots);
+        inner.drain_bell.ring();
     } else if written.is_ok() {
         mem.add_write_batch(&group);
     }
