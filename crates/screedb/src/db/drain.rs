@@ -25,16 +25,19 @@ use super::DbInner;
 use crate::key::SequenceNumber;
 use crate::sync::{lock, wait};
 
-/// How long the thread first sleeps when there is nothing to drain.
+/// The shortest sleep between rounds, and the first after a round that drained.
 const IDLE: Duration = Duration::from_micros(500);
 
-/// The longest it sleeps: each idle round doubles the sleep up to this, and a round that
-/// drains, or finds more entries buffered than the round before, starts over from [`IDLE`]
-/// (a small buffer filling fast is then watched closely). Waking every 500 us while a load in key order bypassed
-/// the buffer (`MemTable::put`) cost the writer context switches on two cores (`fillseq` 0.91x
-/// the skiplist's, 0.95x with this); the default buffer takes tens of milliseconds to fill
-/// from a quarter to half at full speed, so a few milliseconds before a drain starts cost
-/// no room.
+/// The longest it sleeps while writes come. A round that finds nothing to drain doubles the
+/// sleep up to this; one that finds the buffer fuller than the round before sleeps half the
+/// time the buffer would take at that pace to reach one half (where a drain starts), within
+/// [`IDLE`] and this: a small buffer filling fast is watched closely, a trickle of writes
+/// into the default one is not. Waking every 500 us while a load in key order bypassed the
+/// buffer (`MemTable::put`) cost the writer context switches on two cores (`fillseq` 0.91x
+/// the skiplist's, 0.95x with this), and so did waking every 500 us for YCSB D's 5% of
+/// inserts (2 threads: 7% of the readers' samples in task switches). The default buffer takes
+/// tens of milliseconds to fill from a quarter to half at full speed, so a few milliseconds
+/// before a drain starts cost no room.
 const MAX_IDLE: Duration = Duration::from_millis(4);
 
 /// Time without a new write after which the live membuffer is drained whole: reads then skip
@@ -93,7 +96,7 @@ pub(super) fn run(inner: &DbInner) {
     let mut idle = IDLE;
     let mut last_seq = inner.visible_sequence.load(Ordering::Acquire);
     let mut last_write = Instant::now();
-    let mut last_buffered = 0;
+    let (mut last_fill, mut last_round) = (0.0, Instant::now());
     while !inner.shutting_down.load(Ordering::Acquire) {
         inner.drain_bell.rounds.fetch_add(1, Ordering::Relaxed);
         let mem = std::sync::Arc::clone(&inner.super_version.load().mem);
@@ -105,10 +108,11 @@ pub(super) fn run(inner: &DbInner) {
             continue;
         }
         let buffered = mem.buffered_len();
-        if buffered > last_buffered {
-            idle = IDLE;
+        let fill = mem.membuffer_fill();
+        if fill > last_fill {
+            idle = sleep_until_half(fill - last_fill, last_round.elapsed(), fill);
         }
-        last_buffered = buffered;
+        (last_fill, last_round) = (fill, Instant::now());
         let seq = inner.visible_sequence.load(Ordering::Acquire);
         if seq != last_seq {
             (last_seq, last_write) = (seq, Instant::now());
@@ -129,6 +133,14 @@ pub(super) fn run(inner: &DbInner) {
         std::thread::sleep(idle);
         idle = (idle * 2).min(MAX_IDLE);
     }
+}
+
+/// Half the time a membuffer at `fill` (0 to 1) takes to reach one half if it keeps growing by
+/// `grew` per `elapsed`, within [`IDLE`] and [`MAX_IDLE`].
+fn sleep_until_half(grew: f64, elapsed: Duration, fill: f64) -> Duration {
+    let per_second = grew / elapsed.as_secs_f64().max(1e-6);
+    let until_half = (0.5 - fill).max(0.0) / per_second;
+    Duration::from_secs_f64(until_half / 2.0).clamp(IDLE, MAX_IDLE)
 }
 
 /// Waits until `seq` is visible to readers. The write leader publishes its group right after
@@ -156,6 +168,20 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn the_sleep_follows_the_pace_at_which_the_buffer_fills() {
+        use super::{IDLE, MAX_IDLE, sleep_until_half};
+        let ms = Duration::from_millis;
+        // 1% a millisecond from 10%: 40 ms to a half, so the longest sleep.
+        assert_eq!(sleep_until_half(0.01, ms(1), 0.1), MAX_IDLE);
+        // 10% a millisecond from 10%: 4 ms to a half, a sleep of 2 ms.
+        let two = sleep_until_half(0.1, ms(1), 0.1);
+        assert!(two > ms(1) && two < ms(3), "{two:?}");
+        // Already at a half, or filling within a millisecond: the shortest.
+        assert_eq!(sleep_until_half(0.01, ms(1), 0.5), IDLE);
+        assert_eq!(sleep_until_half(0.4, ms(1), 0.1), IDLE);
     }
 
     #[test]

@@ -482,6 +482,16 @@ impl MemTable {
         buffer.drain_hoods(hoods, upto, |entries| self.add_batch(entries))
     }
 
+    /// How full the membuffer is, 0 to 1: the larger of its entries and its bytes over their
+    /// capacities (a drain starts at one half, [`MemTable::drain_some`]); 0 without one.
+    pub fn membuffer_fill(&self) -> f64 {
+        self.buffer.as_ref().map_or(0.0, |b| {
+            let entries = b.len() as f64 / b.capacity_entries().max(1) as f64;
+            let bytes = b.bytes() as f64 / b.capacity_bytes().max(1) as f64;
+            entries.max(bytes)
+        })
+    }
+
     /// Entries waiting in the membuffer.
     pub fn buffered_len(&self) -> usize {
         self.buffer.as_ref().map_or(0, Membuffer::len)
