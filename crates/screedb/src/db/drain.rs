@@ -126,7 +126,9 @@ pub(super) fn run(inner: &DbInner) {
                     inner.visible_sequence.load(Ordering::Acquire) != last_seq
                         || inner.shutting_down.load(Ordering::Acquire)
                 });
+                // It parked with the buffer empty: the pace starts over from now.
                 (idle, last_write) = (IDLE, Instant::now());
+                (last_fill, last_round) = (0.0, Instant::now());
                 continue;
             }
         }
@@ -140,7 +142,9 @@ pub(super) fn run(inner: &DbInner) {
 fn sleep_until_half(grew: f64, elapsed: Duration, fill: f64) -> Duration {
     let per_second = grew / elapsed.as_secs_f64().max(1e-6);
     let until_half = (0.5 - fill).max(0.0) / per_second;
-    Duration::from_secs_f64(until_half / 2.0).clamp(IDLE, MAX_IDLE)
+    // Clamped before the conversion, which panics on what it cannot represent.
+    let secs = (until_half / 2.0).clamp(IDLE.as_secs_f64(), MAX_IDLE.as_secs_f64());
+    Duration::try_from_secs_f64(secs).unwrap_or(MAX_IDLE)
 }
 
 /// Waits until `seq` is visible to readers. The write leader publishes its group right after
@@ -182,6 +186,9 @@ mod tests {
         // Already at a half, or filling within a millisecond: the shortest.
         assert_eq!(sleep_until_half(0.01, ms(1), 0.5), IDLE);
         assert_eq!(sleep_until_half(0.4, ms(1), 0.1), IDLE);
+        // Growth too slow to represent as a sleep: the longest.
+        let year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(sleep_until_half(1e-30, year, 0.0), MAX_IDLE);
     }
 
     #[test]
@@ -218,6 +225,9 @@ mod tests {
             );
         }
         // Shutdown wakes it: close would hang otherwise.
-        db.close().unwrap();
+        let (done, closed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(db.close()));
+        let result = closed.recv_timeout(Duration::from_secs(10));
+        assert!(matches!(result, Ok(Ok(()))), "close: {result:?}");
     }
 }
