@@ -298,8 +298,9 @@ impl MemTable {
     /// Writes one entry as the key's newest version: into the membuffer if there is one, it has
     /// room and admits the key (a key already buffered always; another unless a scan paused
     /// admission, [`MemTable::drain_for_scan`]), else into the skiplist. A key above every key
-    /// put before, after a streak of such puts, goes straight to the skiplist (`ascending.rs`). A buffered older
-    /// version of the key is overwritten in place only if no snapshot can read it:
+    /// put before, after a streak of such puts, goes straight to the skiplist (`ascending.rs`).
+    /// A buffered older version of the key is overwritten in place only if no snapshot can
+    /// read it:
     /// `newest_snapshot` is the largest live snapshot sequence (or `None`), and the old version
     /// is kept (moved to the skiplist first) when it is at or below it.
     ///
