@@ -162,6 +162,12 @@ pub struct BenchArgs {
     /// neighbour. Default: the layout's (false). Other layouts ignore it.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub jungle_prune_guards: Option<bool>,
+    /// Compress ScreeDB's write-ahead log records (`Options::wal_compression`: true lz4, false
+    /// none). Default: the engine's own (lz4). `--compression` leaves the log alone; the other
+    /// engines write theirs uncompressed (RocksDB's `wal_compression` takes only zstd, which
+    /// the bundled build leaves out).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub wal_compression: Option<bool>,
     /// Read tables through memory maps (ScreeDB's `mmap_reads`, RocksDB's `allow_mmap_reads`).
     /// Default: each engine's own (ScreeDB true, RocksDB false). Maps make the kernel read
     /// around every fault, so device bytes per get are best measured with `false`.
@@ -428,6 +434,13 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
             args.cache_index_and_filter_blocks.to_string(),
         ),
         (
+            "wal_compression",
+            args.wal_compression.map_or_else(
+                || "the engine's default".into(),
+                |c| if c { "lz4" } else { "none" }.to_owned(),
+            ),
+        ),
+        (
             "mmap_reads",
             args.mmap_reads
                 .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
@@ -480,6 +493,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         flsm_level_target_scale: None,
         // And ScreeDB's memtable run size (`screedb:run_mib=N`).
         memtable_run_size: None,
+        wal_compression: args.wal_compression,
         background_nice: 0,
     };
     let temp;

@@ -162,6 +162,15 @@ pub struct Options {
     /// default false, maps table files); LevelDB's early releases wrote their logs
     /// through maps.
     pub mmap_wal: bool,
+    /// Compression of write-ahead log records: a write group's batch of at least
+    /// [`crate::wal::COMPRESS_RECORDS_FROM`] bytes is written LZ4-compressed when that saves an
+    /// eighth of it (docs/format.md, "Compressed records"), so the log, which every write
+    /// passes through, costs fewer device bytes; smaller groups are written as they are. Only
+    /// `None` and `Lz4` exist. A log holding compressed records cannot be replayed by a
+    /// ScreeDB build older than this option (it reports an unknown fragment type) nor by
+    /// LevelDB. May change between opens. Default: lz4. RocksDB: `wal_compression` (default
+    /// none; zstd only).
+    pub wal_compression: CompressionType,
     /// Start writing a table file's bytes to the device every `bytes_per_sync` bytes as
     /// flushes and compactions write it (`sync_file_range`, which does not wait), instead of
     /// leaving it all to the sync at its end: a 64 MiB table then goes out in steady steps,
@@ -279,6 +288,7 @@ impl Default for Options {
             mmap_reads: true,
             bytes_per_sync: 1 << 20,
             mmap_wal: true,
+            wal_compression: CompressionType::Lz4,
             max_open_tables: 1000,
             bloom_bits_per_key: 10,
             filter_policy: None,
@@ -325,6 +335,7 @@ impl fmt::Debug for Options {
             .field("mmap_reads", &self.mmap_reads)
             .field("bytes_per_sync", &self.bytes_per_sync)
             .field("mmap_wal", &self.mmap_wal)
+            .field("wal_compression", &self.wal_compression)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("prefix_bloom_len", &self.prefix_bloom_len)
             .field("filter_policy", &self.filter_policy)

@@ -72,6 +72,8 @@ pub struct ScreeDbSpec {
     pub background_nice: Option<i32>,
     /// `run_mib=N`: `Options::memtable_run_size` in MiB (0: one skiplist per memtable).
     pub memtable_run_mib: Option<usize>,
+    /// `wal=lz4|none`: `Options::wal_compression`.
+    pub wal_compression: Option<bool>,
 }
 
 /// `value` parsed as an integer within `range`; otherwise why not, naming `key=value`.
@@ -102,8 +104,8 @@ impl ScreeDbSpec {
             Error::invalid(format!(
                 "engine spec {whole:?}: {why}; expected screedb:OPTION=VALUE[:OPTION=VALUE], with \
                  layout=flsm|leveled|trie|jungle, memory=skiplist|flodb, c=FACTOR (Jungle), \
-                 gc=PERCENT (trie), level_scale=N (FLSM), prefix_bloom=N, nice=0..19 and \
-                 run_mib=N"
+                 gc=PERCENT (trie), level_scale=N (FLSM), prefix_bloom=N, nice=0..19, \
+                 run_mib=N and wal=lz4|none"
             ))
         };
         for option in spec.split(':') {
@@ -141,8 +143,15 @@ impl ScreeDbSpec {
                 "run_mib" if out.memtable_run_mib.is_none() => {
                     out.memtable_run_mib = Some(in_range(key, value, 0..=1 << 20).map_err(bad)?);
                 }
+                "wal" if out.wal_compression.is_none() => {
+                    out.wal_compression = Some(match value {
+                        "lz4" => true,
+                        "none" => false,
+                        _ => return Err(bad(format!("wal={value:?} is not lz4 or none"))),
+                    });
+                }
                 "layout" | "memory" | "c" | "prefix_bloom" | "gc" | "level_scale" | "nice"
-                | "run_mib" => {
+                | "run_mib" | "wal" => {
                     return Err(bad(format!("{key} is given twice")));
                 }
                 _ => return Err(bad(format!("unknown option {key:?}"))),
@@ -180,6 +189,9 @@ impl ScreeDbSpec {
         }
         if let Some(n) = self.memtable_run_mib {
             out.push_str(&format!(":run_mib={n}"));
+        }
+        if let Some(lz4) = self.wal_compression {
+            out.push_str(if lz4 { ":wal=lz4" } else { ":wal=none" });
         }
         out
     }
@@ -288,6 +300,9 @@ impl EngineKind {
                 if let Some(n) = spec.memtable_run_mib {
                     config.memtable_run_size = Some(n << 20);
                 }
+                if let Some(lz4) = spec.wal_compression {
+                    config.wal_compression = Some(lz4);
+                }
                 Ok(Box::new(ScreeDbEngine::open(dir, &config)?))
             }
             #[cfg(feature = "fjall")]
@@ -367,6 +382,7 @@ mod tests {
                 level_target_scale: None,
                 background_nice: None,
                 memtable_run_mib: None,
+                wal_compression: None,
             })
         );
         assert_eq!(k.label(), "screedb:layout=leveled:memory=flodb");

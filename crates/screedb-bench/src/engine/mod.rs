@@ -96,6 +96,10 @@ pub struct EngineConfig {
     pub background_nice: i32,
     /// ScreeDB's `memtable_run_size` (`None`: its default). Other engines ignore it.
     pub memtable_run_size: Option<usize>,
+    /// ScreeDB's `wal_compression` (true: lz4, false: none; `None`: its default, lz4). The
+    /// other engines write their logs uncompressed (RocksDB's `wal_compression` takes only
+    /// zstd, which the bundled build leaves out).
+    pub wal_compression: Option<bool>,
 }
 
 impl EngineConfig {
@@ -124,6 +128,7 @@ impl EngineConfig {
             flsm_level_target_scale: None,
             background_nice: 0,
             memtable_run_size: None,
+            wal_compression: None,
         }
     }
 }

@@ -71,6 +71,13 @@ impl ScreeDbEngine {
         if let Some(bytes) = config.memtable_run_size {
             options.memtable_run_size = bytes;
         }
+        if let Some(lz4) = config.wal_compression {
+            options.wal_compression = if lz4 {
+                CompressionType::Lz4
+            } else {
+                CompressionType::None
+            };
+        }
         options.compression = match config.compression {
             Compression::None => CompressionType::None,
             Compression::Lz4 => CompressionType::Lz4,

@@ -22,6 +22,7 @@ use crate::key::{SequenceNumber, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::{Memory, Options};
 use crate::sync::{lock, wait_timeout};
+use crate::table::CompressionType;
 use crate::wal::LogWriter;
 use crate::write_batch::{BatchOp, WriteBatch};
 use std::sync::MutexGuard;
@@ -325,7 +326,8 @@ fn report_stalls(inner: &DbInner) {
     ]);
 }
 
-/// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`.
+/// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`, compressing
+/// records as `options.wal_compression` asks.
 pub(super) fn create_wal(
     fs: &dyn Fs,
     options: &Options,
@@ -338,7 +340,11 @@ pub(super) fn create_wal(
     } else {
         fs.create(&path)?
     };
-    Ok(LogWriter::new(file))
+    let log = LogWriter::new(file);
+    Ok(match options.wal_compression {
+        CompressionType::None => log,
+        CompressionType::Lz4 => log.compressing(crate::wal::COMPRESS_RECORDS_FROM),
+    })
 }
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.

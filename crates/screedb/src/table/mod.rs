@@ -29,7 +29,7 @@ mod cache;
 #[cfg(test)]
 mod cache_tests;
 mod checked_once;
-mod compression;
+pub(crate) mod compression;
 #[cfg(test)]
 mod conformance_tests;
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Byte layout of the log (write-ahead log and MANIFEST); LevelDB's `doc/log_format.md`, exactly.
+//! Byte layout of the log (write-ahead log and MANIFEST); LevelDB's `doc/log_format.md`, plus
+//! one family of fragment types for compressed records.
 //!
 //! ```text
 //! file     := block*                       every block is BLOCK_SIZE (32768) bytes, except that
@@ -6,14 +7,20 @@
 //! block    := fragment* trailer?
 //! fragment := checksum : u32 LE            mask(crc32c(type ++ payload)), see crate::checksum
 //!             length   : u16 LE            payload length in bytes
-//!             type     : u8                1 FULL, 2 FIRST, 3 MIDDLE, 4 LAST (0 is reserved)
+//!             type     : u8                1 FULL, 2 FIRST, 3 MIDDLE, 4 LAST (0 is reserved);
+//!                                          5..=8 the same four for a compressed record
 //!             payload  : [u8; length]
 //! trailer  := [0u8; 1..=6]                 when fewer than HEADER_SIZE bytes are left in a block
 //! ```
 //!
 //! A fragment never spans a block boundary. A record that fits in the rest of the current block
 //! is one FULL fragment (possibly of length 0); otherwise it is a FIRST fragment, any number of
-//! MIDDLE fragments and a LAST fragment, each filling its block as far as it can. The numbers on
+//! MIDDLE fragments and a LAST fragment, each filling its block as far as it can.
+//!
+//! A *compressed* record (WAL only; the MANIFEST never writes one) is framed the same way with
+//! types 5 to 8 (type + 4), every fragment of the record in that family; its reassembled bytes
+//! are `uncompressed_len: u32 LE | LZ4 block` (`crate::table::compression`, type 1). LevelDB's
+//! format stops at type 4, so a log holding compressed records is ScreeDB's own. The numbers on
 //! this page are written to disk and must never change.
 
 use std::fmt;
@@ -28,8 +35,9 @@ pub const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a fragment header: checksum (4) + length (2) + type (1).
 pub const HEADER_SIZE: usize = 7;
 
-/// The type byte of a fragment. Value 0 (LevelDB's `kZeroType`) is reserved for preallocated,
-/// never-written bytes and is not a variant: the reader treats it as damage.
+/// The type byte of a fragment, without its compressed family ([`COMPRESSED_TYPE_OFFSET`]).
+/// Value 0 (LevelDB's `kZeroType`) is reserved for preallocated, never-written bytes and is not a
+/// variant: the reader treats it as damage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FragmentType {
     /// The whole record.
@@ -42,21 +50,36 @@ pub(crate) enum FragmentType {
     Last = 4,
 }
 
+/// Added to a type byte for a fragment of a compressed record (5 FULL ... 8 LAST).
+pub(crate) const COMPRESSED_TYPE_OFFSET: u8 = 4;
+
 impl FragmentType {
-    /// Parses a type byte; `None` for 0 and for values above 4.
-    pub(crate) fn from_byte(b: u8) -> Option<Self> {
-        match b {
-            1 => Some(Self::Full),
-            2 => Some(Self::First),
-            3 => Some(Self::Middle),
-            4 => Some(Self::Last),
-            _ => None,
-        }
+    /// Parses a type byte into the type and whether its record is compressed; `None` for 0 and
+    /// for values above 8.
+    pub(crate) fn from_byte(b: u8) -> Option<(Self, bool)> {
+        let compressed = b > COMPRESSED_TYPE_OFFSET;
+        let kind = match b - if compressed {
+            COMPRESSED_TYPE_OFFSET
+        } else {
+            0
+        } {
+            1 => Self::Full,
+            2 => Self::First,
+            3 => Self::Middle,
+            4 => Self::Last,
+            _ => return None,
+        };
+        Some((kind, compressed))
     }
 
-    /// The on-disk byte.
-    pub(crate) fn as_byte(self) -> u8 {
+    /// The on-disk byte of this type, in the compressed family if `compressed`.
+    pub(crate) fn as_byte(self, compressed: bool) -> u8 {
         self as u8
+            + if compressed {
+                COMPRESSED_TYPE_OFFSET
+            } else {
+                0
+            }
     }
 
     /// Upper-case name, as the format documentation spells it.
@@ -75,17 +98,34 @@ pub(crate) fn fragment_checksum(kind: u8, payload: &[u8]) -> u32 {
     mask(crc32c_extend(crc32c(&[kind]), payload))
 }
 
-/// Encodes the header of a fragment carrying `payload` (at most `BLOCK_SIZE - HEADER_SIZE` bytes).
-pub(crate) fn encode_header(kind: FragmentType, payload: &[u8]) -> [u8; HEADER_SIZE] {
+/// Encodes the header of a fragment carrying `payload` (at most `BLOCK_SIZE - HEADER_SIZE` bytes)
+/// of a record that is `compressed` or not.
+pub(crate) fn encode_header(
+    kind: FragmentType,
+    compressed: bool,
+    payload: &[u8],
+) -> [u8; HEADER_SIZE] {
     debug_assert!(payload.len() <= BLOCK_SIZE - HEADER_SIZE);
-    let crc = fragment_checksum(kind.as_byte(), payload);
+    let byte = kind.as_byte(compressed);
+    let crc = fragment_checksum(byte, payload);
     // The writer never builds a fragment longer than a block, so the length fits in 16 bits.
     let len = u16::try_from(payload.len()).unwrap_or(u16::MAX);
     let mut h = [0u8; HEADER_SIZE];
     h[..4].copy_from_slice(&crc.to_le_bytes());
     h[4..6].copy_from_slice(&len.to_le_bytes());
-    h[6] = kind.as_byte();
+    h[6] = byte;
     h
+}
+
+/// A valid fragment, as [`decode_fragment`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fragment {
+    /// Its place in the record.
+    pub kind: FragmentType,
+    /// True for types 5 to 8: the record is compressed.
+    pub compressed: bool,
+    /// The payload's range inside the block.
+    pub range: Range<usize>,
 }
 
 /// Why the bytes at some offset are not a valid fragment.
@@ -112,7 +152,7 @@ pub(crate) enum FragmentError {
     },
     /// Type byte 0: preallocated or zero-filled bytes.
     ZeroType,
-    /// A type byte above 4.
+    /// A type byte above 8.
     UnknownType(u8),
     /// The stored checksum does not match the type and payload.
     ChecksumMismatch {
@@ -153,11 +193,8 @@ impl fmt::Display for FragmentError {
 /// `block` holds the bytes of one block that exist in the file (fewer than `BLOCK_SIZE` for the
 /// last block), so `pos` is also the offset inside the block. REQUIRES: `pos + HEADER_SIZE <=
 /// BLOCK_SIZE` (the caller handles the trailer region) and `pos < block.len()`.
-/// Returns the type and the payload's range inside `block`. Never panics.
-pub(crate) fn decode_fragment(
-    block: &[u8],
-    pos: usize,
-) -> Result<(FragmentType, Range<usize>), FragmentError> {
+/// Never panics.
+pub(crate) fn decode_fragment(block: &[u8], pos: usize) -> Result<Fragment, FragmentError> {
     let Some(header) = block.get(pos..pos + HEADER_SIZE) else {
         return Err(FragmentError::TruncatedHeader {
             present: block.len().saturating_sub(pos),
@@ -177,7 +214,7 @@ pub(crate) fn decode_fragment(
             present: block.len().saturating_sub(start),
         });
     };
-    let Some(kind) = FragmentType::from_byte(kind_byte) else {
+    let Some((kind, compressed)) = FragmentType::from_byte(kind_byte) else {
         return Err(if kind_byte == 0 {
             FragmentError::ZeroType
         } else {
@@ -188,7 +225,11 @@ pub(crate) fn decode_fragment(
     if computed != stored {
         return Err(FragmentError::ChecksumMismatch { stored, computed });
     }
-    Ok((kind, start..start + length))
+    Ok(Fragment {
+        kind,
+        compressed,
+        range: start..start + length,
+    })
 }
 
 #[cfg(test)]
@@ -196,14 +237,14 @@ mod tests {
     use super::*;
 
     fn fragment(kind: FragmentType, payload: &[u8]) -> Vec<u8> {
-        let mut v = encode_header(kind, payload).to_vec();
+        let mut v = encode_header(kind, false, payload).to_vec();
         v.extend_from_slice(payload);
         v
     }
 
     #[test]
     fn header_layout_is_checksum_length_type() {
-        let h = encode_header(FragmentType::First, b"abc");
+        let h = encode_header(FragmentType::First, false, b"abc");
         assert_eq!(&h[..4], &fragment_checksum(2, b"abc").to_le_bytes());
         assert_eq!(&h[4..6], &[3, 0]);
         assert_eq!(h[6], 2);
@@ -219,12 +260,27 @@ mod tests {
     fn decodes_a_valid_fragment_and_an_empty_one() {
         let mut block = fragment(FragmentType::Full, b"hello");
         block.extend(fragment(FragmentType::Full, b""));
-        let (kind, range) = decode_fragment(&block, 0).unwrap();
-        assert_eq!(kind, FragmentType::Full);
-        assert_eq!(&block[range], b"hello");
-        let (kind, range) = decode_fragment(&block, 12).unwrap();
-        assert_eq!(kind, FragmentType::Full);
-        assert!(range.is_empty());
+        let f = decode_fragment(&block, 0).unwrap();
+        assert_eq!((f.kind, f.compressed), (FragmentType::Full, false));
+        assert_eq!(&block[f.range], b"hello");
+        let f = decode_fragment(&block, 12).unwrap();
+        assert_eq!(f.kind, FragmentType::Full);
+        assert!(f.range.is_empty());
+    }
+
+    #[test]
+    fn a_compressed_fragment_is_its_type_plus_four_under_the_checksum() {
+        let mut block = encode_header(FragmentType::Middle, true, b"lz4").to_vec();
+        block.extend_from_slice(b"lz4");
+        assert_eq!(block[6], 7);
+        let f = decode_fragment(&block, 0).unwrap();
+        assert_eq!((f.kind, f.compressed), (FragmentType::Middle, true));
+        // The type byte is under the checksum: turning it into its plain twin is damage.
+        block[6] = 3;
+        assert!(matches!(
+            decode_fragment(&block, 0),
+            Err(FragmentError::ChecksumMismatch { .. })
+        ));
     }
 
     #[test]
@@ -244,6 +300,11 @@ mod tests {
         let mut bad = good.clone();
         bad[6] = 9;
         assert_eq!(decode_fragment(&bad, 0), Err(FragmentError::UnknownType(9)));
+        bad[6] = 255;
+        assert_eq!(
+            decode_fragment(&bad, 0),
+            Err(FragmentError::UnknownType(255))
+        );
         assert_eq!(decode_fragment(&[0u8; 7], 0), Err(FragmentError::ZeroType));
         let mut bad = good.clone();
         bad[9] ^= 1;
@@ -271,11 +332,14 @@ mod tests {
     #[test]
     fn type_bytes_are_frozen() {
         for (b, name) in [(1, "FULL"), (2, "FIRST"), (3, "MIDDLE"), (4, "LAST")] {
-            let kind = FragmentType::from_byte(b).unwrap();
-            assert_eq!(kind.as_byte(), b);
+            let (kind, compressed) = FragmentType::from_byte(b).unwrap();
+            assert!(!compressed);
+            assert_eq!(kind.as_byte(false), b);
+            assert_eq!(kind.as_byte(true), b + 4);
+            assert_eq!(FragmentType::from_byte(b + 4), Some((kind, true)));
             assert_eq!(kind.name(), name);
         }
         assert_eq!(FragmentType::from_byte(0), None);
-        assert_eq!(FragmentType::from_byte(5), None);
+        assert_eq!(FragmentType::from_byte(9), None);
     }
 }

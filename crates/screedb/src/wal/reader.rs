@@ -11,7 +11,9 @@
 //! record it cut) is dropped and reported through [`LogReader::torn_tail`]. A record whose LAST
 //! fragment is missing at the end of the file is a torn tail too. Valid fragments in an impossible
 //! order (MIDDLE or LAST without FIRST, FIRST or FULL inside a record) are corruption in these
-//! two modes: they are data a writer could not have produced by being cut short.
+//! two modes: they are data a writer could not have produced by being cut short; so are a
+//! fragment of the other family (compressed or plain) inside a record, and a compressed record
+//! whose checksummed bytes are not valid LZ4.
 //!
 //! [`RecoveryMode::SkipDamage`] (repair only) salvages instead: damage and fragments in an
 //! impossible order are skipped, with the record they belong to, up to the next valid fragment,
@@ -21,9 +23,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::format::{BLOCK_SIZE, FragmentType, HEADER_SIZE, decode_fragment};
+use super::format::{BLOCK_SIZE, Fragment, FragmentType, HEADER_SIZE, decode_fragment};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
+use crate::table::compression::decompress_lz4;
 
 /// How a [`LogReader`] treats damage at the end of the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,12 +67,8 @@ pub struct TornTail {
 
 /// What the next position of the log holds.
 enum Step {
-    /// A valid fragment starting at `offset`; its payload is `block[range]`.
-    Fragment {
-        kind: FragmentType,
-        offset: u64,
-        range: std::ops::Range<usize>,
-    },
+    /// A valid fragment starting at `offset`; its payload is `block[fragment.range]`.
+    Fragment { fragment: Fragment, offset: u64 },
     /// The file ends cleanly at a fragment boundary.
     End,
     /// The bytes at `offset` are damaged.
@@ -167,19 +166,16 @@ impl LogReader {
     }
 
     fn assemble(&mut self) -> Result<Option<Vec<u8>>> {
-        // The record being reassembled: offset of its FIRST fragment and the bytes so far.
-        let mut partial: Option<(u64, Vec<u8>)> = None;
+        // The record being reassembled: offset of its FIRST fragment, whether it is
+        // compressed, and the bytes so far.
+        let mut partial: Option<(u64, bool, Vec<u8>)> = None;
         loop {
-            let (kind, offset, range) = match self.step()? {
-                Step::Fragment {
-                    kind,
-                    offset,
-                    range,
-                } => (kind, offset, range),
+            let (fragment, offset) = match self.step()? {
+                Step::Fragment { fragment, offset } => (fragment, offset),
                 Step::End => {
                     return match partial {
                         None => Ok(None),
-                        Some((start, _)) => {
+                        Some((start, ..)) => {
                             let reason = format!(
                                 "the file ends inside the record starting at offset {start} \
                                  (its LAST fragment is missing)"
@@ -190,29 +186,63 @@ impl LogReader {
                 }
                 Step::Damage { offset, reason } => {
                     let reason = match &partial {
-                        Some((start, _)) => {
+                        Some((start, ..)) => {
                             format!("{reason} (inside the record starting at offset {start})")
                         }
                         None => reason,
                     };
-                    let from = partial.take().map_or(offset, |(start, _)| start);
+                    let from = partial.take().map_or(offset, |(start, ..)| start);
                     if self.skip_to_next_fragment(from, offset, &reason)? {
                         continue;
                     }
                     return self.damaged(offset, offset, reason);
                 }
             };
+            let Fragment {
+                kind,
+                compressed,
+                range,
+            } = fragment;
             let payload = self.block.get(range).unwrap_or_default();
             match (kind, partial.as_mut()) {
                 (FragmentType::Full, None) => {
-                    return Ok(Some(self.complete(offset, payload.to_vec())));
+                    let record = payload.to_vec();
+                    match self.complete(offset, compressed, record)? {
+                        Some(record) => return Ok(Some(record)),
+                        None => continue,
+                    }
                 }
-                (FragmentType::First, None) => partial = Some((offset, payload.to_vec())),
-                (FragmentType::Middle, Some((_, buf))) => buf.extend_from_slice(payload),
-                (FragmentType::Last, Some((start, buf))) => {
+                (FragmentType::First, None) => {
+                    partial = Some((offset, compressed, payload.to_vec()))
+                }
+                (FragmentType::Middle | FragmentType::Last, Some((start, family, _)))
+                    if *family != compressed =>
+                {
+                    let start = *start;
+                    let reason = format!(
+                        "{} fragment of a {} record inside the {} record starting at offset \
+                         {start}",
+                        kind.name(),
+                        family_name(compressed),
+                        family_name(!compressed),
+                    );
+                    if self.mode == RecoveryMode::SkipDamage {
+                        // The record and this fragment of another one are both lost.
+                        partial = None;
+                        self.skip(start, self.block_start + self.pos as u64, reason);
+                        continue;
+                    }
+                    return Err(self.corruption(offset, reason));
+                }
+                (FragmentType::Middle, Some((.., buf))) => buf.extend_from_slice(payload),
+                (FragmentType::Last, Some((start, family, buf))) => {
                     buf.extend_from_slice(payload);
-                    let (start, record) = (*start, std::mem::take(buf));
-                    return Ok(Some(self.complete(start, record)));
+                    let (start, family, record) = (*start, *family, std::mem::take(buf));
+                    partial = None;
+                    match self.complete(start, family, record)? {
+                        Some(record) => return Ok(Some(record)),
+                        None => continue,
+                    }
                 }
                 (FragmentType::Middle | FragmentType::Last, None) => {
                     let reason = format!("{} fragment without a FIRST fragment", kind.name());
@@ -222,7 +252,7 @@ impl LogReader {
                     }
                     return Err(self.corruption(offset, reason));
                 }
-                (FragmentType::Full | FragmentType::First, Some((start, _))) => {
+                (FragmentType::Full | FragmentType::First, Some((start, ..))) => {
                     let start = *start;
                     let reason = format!(
                         "{} fragment inside the record starting at offset {start}, \
@@ -233,10 +263,14 @@ impl LogReader {
                         // The unfinished record is lost; this fragment starts the next one.
                         let payload = payload.to_vec();
                         self.skip(start, offset, reason);
+                        partial = None;
                         if kind == FragmentType::Full {
-                            return Ok(Some(self.complete(offset, payload)));
+                            match self.complete(offset, compressed, payload)? {
+                                Some(record) => return Ok(Some(record)),
+                                None => continue,
+                            }
                         }
-                        partial = Some((offset, payload));
+                        partial = Some((offset, compressed, payload));
                         continue;
                     }
                     return Err(self.corruption(offset, reason));
@@ -245,11 +279,39 @@ impl LogReader {
         }
     }
 
-    /// Records that a record starting at `start` was returned and ends at the current position.
-    fn complete(&mut self, start: u64, record: Vec<u8>) -> Vec<u8> {
+    /// Finishes the record starting at `start` that ends at the current position: its bytes,
+    /// decompressed if it is `compressed`. A compressed record that is not valid LZ4 (its
+    /// checksums held, so no crash wrote it) is corruption; [`RecoveryMode::SkipDamage`] skips
+    /// it (`Ok(None)`) and goes on.
+    fn complete(
+        &mut self,
+        start: u64,
+        compressed: bool,
+        record: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>> {
+        let end = self.block_start + self.pos as u64;
+        let record = if compressed {
+            match decompress_lz4(&record) {
+                Some(raw) => raw,
+                None => {
+                    let reason = format!(
+                        "the compressed record starting at offset {start} ({} bytes) is not \
+                         valid LZ4",
+                        record.len()
+                    );
+                    if self.mode == RecoveryMode::SkipDamage {
+                        self.skip(start, end, reason);
+                        return Ok(None);
+                    }
+                    return Err(self.corruption(start, reason));
+                }
+            }
+        } else {
+            record
+        };
         self.last_record_offset = start;
-        self.end_of_last_record = self.block_start + self.pos as u64;
-        record
+        self.end_of_last_record = end;
+        Ok(Some(record))
     }
 
     fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
@@ -355,13 +417,9 @@ impl LogReader {
                 continue;
             }
             return Ok(match decode_fragment(&self.block, self.pos) {
-                Ok((kind, range)) => {
-                    self.pos = range.end;
-                    Step::Fragment {
-                        kind,
-                        offset,
-                        range,
-                    }
+                Ok(fragment) => {
+                    self.pos = fragment.range.end;
+                    Step::Fragment { fragment, offset }
                 }
                 Err(e) => Step::Damage {
                     offset,
@@ -387,7 +445,7 @@ impl LogReader {
             .map(|pos| block_start + pos as u64))
     }
 
-    /// Offset of a valid fragment (correct checksum, type 1 to 4, length inside its block and the
+    /// Offset of a valid fragment (correct checksum, type 1 to 8, length inside its block and the
     /// file) starting strictly after `after`, or `None` if there is none anywhere in the file.
     ///
     /// A log has a fragment at every block start, so the block starts are tried first: mid-log
@@ -422,6 +480,11 @@ impl LogReader {
         }
         Ok(None)
     }
+}
+
+/// How an error names a record of the compressed family or of the plain one.
+fn family_name(compressed: bool) -> &'static str {
+    if compressed { "compressed" } else { "plain" }
 }
 
 /// Reads the block at `start` (a multiple of `BLOCK_SIZE` below `file_size`) into `buf`.

@@ -2,13 +2,16 @@
 //!
 //! The byte layout is in [`super::format`]: each fragment is a 7-byte header
 //! (masked CRC32C u32 LE | length u16 LE | type u8) and its payload, and fragments never cross a
-//! 32 KiB block boundary; fewer than 7 bytes left in a block are filled with zeros.
+//! 32 KiB block boundary; fewer than 7 bytes left in a block are filled with zeros. A writer
+//! made with [`LogWriter::compressing`] (the WAL's) writes records of at least its threshold
+//! LZ4-compressed, in fragment types 5 to 8, when that saves at least 1/8 of their bytes.
 
 use std::fmt;
 
 use super::format::{BLOCK_SIZE, FragmentType, HEADER_SIZE, encode_header};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
+use crate::table::compression::{CompressionType, compress};
 
 /// The zeros written into a block trailer (at most `HEADER_SIZE - 1` of them).
 const TRAILER_ZEROS: [u8; HEADER_SIZE - 1] = [0; HEADER_SIZE - 1];
@@ -25,6 +28,8 @@ pub struct LogWriter {
     failed: Option<Error>,
     /// Set once [`LogWriter::finish`] succeeded: a second call has nothing to do.
     finished: bool,
+    /// Records of at least this many bytes are offered to LZ4 (`usize::MAX`: none).
+    compress_from: usize,
 }
 
 impl fmt::Debug for LogWriter {
@@ -34,6 +39,7 @@ impl fmt::Debug for LogWriter {
             .field("block_offset", &self.block_offset)
             .field("failed", &self.failed)
             .field("finished", &self.finished)
+            .field("compress_from", &self.compress_from)
             .finish_non_exhaustive()
     }
 }
@@ -50,23 +56,41 @@ impl LogWriter {
             block_offset,
             failed: None,
             finished: false,
+            compress_from: usize::MAX,
         }
     }
 
-    /// Appends `data` as one record (one FULL fragment, or FIRST, MIDDLE*, LAST). `data` may be
-    /// empty or of any size. Neither flushes nor syncs.
+    /// This writer, compressing every later record of at least `min_record_bytes` bytes with
+    /// LZ4 when that saves at least 1/8 of them (written as fragment types 5 to 8; readers
+    /// decompress them). For the WAL: the MANIFEST stays in LevelDB's format.
+    pub fn compressing(mut self, min_record_bytes: usize) -> Self {
+        self.compress_from = min_record_bytes;
+        self
+    }
+
+    /// Appends `data` as one record (one FULL fragment, or FIRST, MIDDLE*, LAST; compressed if
+    /// the writer is [`LogWriter::compressing`] and it pays). `data` may be empty or of any
+    /// size. Neither flushes nor syncs.
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let result = self.emit_record(data);
+        let packed = if data.len() >= self.compress_from {
+            compress(CompressionType::Lz4, data).1
+        } else {
+            None
+        };
+        let result = match &packed {
+            Some(packed) => self.emit_record(packed, true),
+            None => self.emit_record(data, false),
+        };
         if let Err(e) = &result {
             self.failed = Some(e.clone());
         }
         result
     }
 
-    fn emit_record(&mut self, data: &[u8]) -> Result<()> {
+    fn emit_record(&mut self, data: &[u8], compressed: bool) -> Result<()> {
         let mut rest = data;
         let mut begin = true;
         loop {
@@ -87,7 +111,8 @@ impl LogWriter {
                 (false, true) => FragmentType::Last,
             };
             let (payload, tail) = rest.split_at(len);
-            self.file.append(&encode_header(kind, payload))?;
+            self.file
+                .append(&encode_header(kind, compressed, payload))?;
             self.file.append(payload)?;
             self.block_offset += HEADER_SIZE + len;
             rest = tail;
@@ -192,7 +217,7 @@ mod tests {
         assert_eq!(w.size(), HEADER_SIZE as u64);
         assert_eq!(
             *data.lock().unwrap(),
-            encode_header(FragmentType::Full, b"")
+            encode_header(FragmentType::Full, false, b"")
         );
     }
 
@@ -207,7 +232,7 @@ mod tests {
             let v = data.lock().unwrap();
             assert_eq!(v.len(), BLOCK_SIZE + HEADER_SIZE + 4);
             assert!(v[BLOCK_SIZE - leftover..BLOCK_SIZE].iter().all(|&b| b == 0));
-            assert_eq!(v[BLOCK_SIZE + 6], FragmentType::Full.as_byte());
+            assert_eq!(v[BLOCK_SIZE + 6], FragmentType::Full.as_byte(false));
         }
     }
 
@@ -221,9 +246,9 @@ mod tests {
         let first = BLOCK_SIZE - HEADER_SIZE;
         assert_eq!(
             &v[first + 4..first + 7],
-            &[0, 0, FragmentType::First.as_byte()]
+            &[0, 0, FragmentType::First.as_byte(false)]
         );
-        assert_eq!(v[BLOCK_SIZE + 6], FragmentType::Last.as_byte());
+        assert_eq!(v[BLOCK_SIZE + 6], FragmentType::Last.as_byte(false));
     }
 
     #[test]
