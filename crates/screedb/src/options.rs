@@ -162,10 +162,11 @@ pub struct Options {
     /// default false, maps table files); LevelDB's early releases wrote their logs
     /// through maps.
     pub mmap_wal: bool,
-    /// Compression of write-ahead log records: a write group's batch of at least
-    /// [`crate::wal::COMPRESS_RECORDS_FROM`] bytes is written LZ4-compressed when that saves an
-    /// eighth of it (docs/format.md, "Compressed records"), so the log, which every write
-    /// passes through, costs fewer device bytes; smaller groups are written as they are. Only
+    /// Compression of write-ahead log records: a write batch of at least
+    /// [`crate::wal::COMPRESS_RECORDS_FROM`] bytes is LZ4-compressed by its writer's thread
+    /// before it queues, and logged so when that saves an eighth of it (docs/format.md,
+    /// "Compressed records"), so the log, which every write passes through, costs fewer
+    /// device bytes; smaller batches are logged as they are. Only
     /// `None` and `Lz4` exist. A log holding compressed records cannot be replayed by a
     /// ScreeDB build older than this option (it reports an unknown fragment type) nor by
     /// LevelDB. May change between opens. Default: lz4. RocksDB: `wal_compression` (default

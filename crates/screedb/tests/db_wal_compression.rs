@@ -101,3 +101,35 @@ fn a_flipped_byte_in_a_compressed_record_is_reported_at_open() {
     assert!(msg.contains(".log"), "{msg}");
     assert!(msg.contains("checksum"), "{msg}");
 }
+
+#[test]
+fn groups_of_compressed_and_plain_batches_from_many_threads_replay_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = std::sync::Arc::new(Db::open(dir.path(), options(CompressionType::Lz4)).unwrap());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let db = std::sync::Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut model = BTreeMap::new();
+                for b in 0..300 {
+                    // Big batches are compressed by their writer, lone puts are not: a leader's
+                    // group mixes both kinds of piece.
+                    if b % 2 == 0 {
+                        load(&db, &format!("t{t}-{b}"), 1, &mut model);
+                    } else {
+                        let key = format!("t{t}-{b}-small").into_bytes();
+                        db.put(&key, b"x").unwrap();
+                        model.insert(key, b"x".to_vec());
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let mut model = BTreeMap::new();
+    for t in threads {
+        model.extend(t.join().unwrap());
+    }
+    drop(db);
+    assert_holds(dir.path(), CompressionType::None, &model);
+}

@@ -7,6 +7,7 @@
 //! under the mutex it publishes the new sequence number and wakes the group. A failed WAL append or
 //! sync is sticky: the database refuses every later write.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -23,8 +24,8 @@ use crate::memtable::MemTable;
 use crate::options::{Memory, Options};
 use crate::sync::{lock, wait_timeout};
 use crate::table::CompressionType;
-use crate::wal::LogWriter;
-use crate::write_batch::{BatchOp, WriteBatch};
+use crate::wal::{COMPRESS_RECORDS_FROM, LogWriter, Packed, Piece};
+use crate::write_batch::{BatchOp, HEADER_LEN, WriteBatch};
 use std::sync::MutexGuard;
 
 /// Largest group the leader builds (bytes of batch encoding).
@@ -32,7 +33,13 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) fn write(inner: &DbInner, batch: WriteBatch, sync: bool) -> Result<()> {
     inner.check_open()?;
-    let writer = Arc::new(Writer::new(Some(batch), sync));
+    // Compressed here, in the writer's own thread and before it queues, so that a leader
+    // never compresses for its group (writers waiting for a leader would only spin).
+    let packed = (inner.options.wal_compression == CompressionType::Lz4
+        && batch.data().len() >= COMPRESS_RECORDS_FROM)
+        .then(|| Packed::new(&batch.data()[HEADER_LEN..]))
+        .flatten();
+    let writer = Arc::new(Writer::new(Some(batch), packed, sync));
     let mut st = lock(&inner.state);
     st.writers.push_back(Arc::clone(&writer));
     st = writer.wait_until(&inner.state, st, |st| {
@@ -70,7 +77,7 @@ fn is_front(st: &DbState, writer: &Arc<Writer>) -> bool {
 /// appending to it outside the mutex, and would put the old WAL back afterwards.
 pub(super) fn switch_memtable_as_leader(inner: &DbInner) -> (Result<()>, MutexGuard<'_, DbState>) {
     // A writer without a batch: write groups stop in front of it, so it leads alone.
-    let writer = Arc::new(Writer::new(None, false));
+    let writer = Arc::new(Writer::new(None, None, false));
     let mut st = lock(&inner.state);
     st.writers.push_back(Arc::clone(&writer));
     st = writer.wait_until(&inner.state, st, |st| is_front(st, &writer));
@@ -92,7 +99,8 @@ fn lead<'a>(
     if let Err(e) = room {
         return (st, 1, Err(e));
     }
-    let (mut group, group_size, sync_any) = build_group(&st);
+    let (mut group, members, sync_any) = build_group(&st);
+    let group_size = members.len();
     let mut st = pace(inner, st, group.data().len() as u64);
     let first_seq = st.versions.last_sequence() + 1;
     group.set_sequence(first_seq);
@@ -112,7 +120,7 @@ fn lead<'a>(
     drop(st);
 
     let written = make_older_durable(inner, &older, sync_dir)
-        .and_then(|()| append(inner, &mut wal, &group, sync_any));
+        .and_then(|()| append(inner, &mut wal, &group, &members, sync_any));
     if written.is_ok() && inner.options.memory == Memory::Flodb {
         // Snapshots are taken under this lock, so none appears between reading the newest one
         // and publishing the group: in-place overwrites never hide a version a snapshot reads.
@@ -150,26 +158,32 @@ fn lead<'a>(
     (st, group_size, result)
 }
 
+/// A writer of a group and where its records lie in the group's encoding.
+type Member = (Arc<Writer>, Range<usize>);
+
 /// Merges the batches of the writers at the front of the queue (the leader first) into one, up to
 /// `MAX_GROUP_BYTES`. The group is synced if any of its writers asked for sync.
 /// The leader's own batch becomes the group (taken, not copied: a lone writer, the common case,
-/// costs no copy); the others' batches are appended to it.
-fn build_group(st: &DbState) -> (WriteBatch, usize, bool) {
+/// costs no copy); the others' batches are appended to it. Returns the group, its members
+/// (the leader first) and whether to sync.
+fn build_group(st: &DbState) -> (WriteBatch, Vec<Member>, bool) {
     let mut group: Option<WriteBatch> = None;
-    let mut count = 0;
+    let mut members = Vec::new();
     let mut sync_any = false;
     for w in &st.writers {
         let mut slot = lock(&w.batch);
         let Some(batch) = slot.as_ref() else { break };
+        let start = group.as_ref().map_or(HEADER_LEN, |g| g.data().len());
         match group.as_mut() {
             None => group = slot.take(),
             Some(g) if g.approximate_size() + batch.approximate_size() > MAX_GROUP_BYTES => break,
             Some(g) => g.append(batch),
         }
+        let end = group.as_ref().map_or(start, |g| g.data().len());
         sync_any |= w.sync;
-        count += 1;
+        members.push((Arc::clone(w), start..end));
     }
-    (group.unwrap_or_default(), count, sync_any)
+    (group.unwrap_or_default(), members, sync_any)
 }
 
 /// Finishes (syncs and trims) the replaced WALs in `older`, oldest first, and syncs the
@@ -188,9 +202,29 @@ fn make_older_durable(
     Ok(())
 }
 
-fn append(inner: &DbInner, wal: &mut LogWriter, group: &WriteBatch, sync: bool) -> Result<()> {
+/// Logs `group` as one WAL record: plain, or, when a member's writer compressed its batch,
+/// compressed (the group's header, then each member's records, packed or as they are).
+fn append(
+    inner: &DbInner,
+    wal: &mut LogWriter,
+    group: &WriteBatch,
+    members: &[Member],
+    sync: bool,
+) -> Result<()> {
     let before = wal.size();
-    wal.add_record(group.data())?;
+    let data = group.data();
+    if members.iter().any(|(w, _)| w.packed.is_some()) {
+        let pieces: Vec<Piece<'_>> = members
+            .iter()
+            .map(|(w, range)| match &w.packed {
+                Some(p) => Piece::Packed(p),
+                None => Piece::Raw(data.get(range.clone()).unwrap_or_default()),
+            })
+            .collect();
+        wal.add_compressed_record(data.get(..HEADER_LEN).unwrap_or_default(), &pieces)?;
+    } else {
+        wal.add_record(data)?;
+    }
     if sync {
         wal.sync()?;
         Counters::add(&inner.counters.wal_syncs, 1);
@@ -326,8 +360,7 @@ fn report_stalls(inner: &DbInner) {
     ]);
 }
 
-/// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`, compressing
-/// records as `options.wal_compression` asks.
+/// Creates WAL number `number` in `dir`, through a memory map if `options.mmap_wal`.
 pub(super) fn create_wal(
     fs: &dyn Fs,
     options: &Options,
@@ -340,11 +373,7 @@ pub(super) fn create_wal(
     } else {
         fs.create(&path)?
     };
-    let log = LogWriter::new(file);
-    Ok(match options.wal_compression {
-        CompressionType::None => log,
-        CompressionType::Lz4 => log.compressing(crate::wal::COMPRESS_RECORDS_FROM),
-    })
+    Ok(LogWriter::new(file))
 }
 
 /// Starts a new WAL and memtable; the old memtable becomes immutable and a flush is requested.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::sync::{lock, wait};
+use crate::wal::Packed;
 use crate::write_batch::WriteBatch;
 
 /// Longest a writer polls before it sleeps.
@@ -34,6 +35,9 @@ pub(super) struct Writer {
     /// The batch, until a leader takes it into a group (`None` from the start for a writer
     /// that only makes room: groups stop in front of it).
     pub(super) batch: Mutex<Option<WriteBatch>>,
+    /// The batch's records (its encoding after the header), compressed for the WAL by the
+    /// writer's own thread before it queued (`Options::wal_compression`), if that paid.
+    pub(super) packed: Option<Packed>,
     pub(super) sync: bool,
     /// The group's result, once a leader committed it.
     pub(super) done: Mutex<Option<Result<()>>>,
@@ -45,9 +49,10 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn new(batch: Option<WriteBatch>, sync: bool) -> Writer {
+    pub(super) fn new(batch: Option<WriteBatch>, packed: Option<Packed>, sync: bool) -> Writer {
         Writer {
             batch: Mutex::new(batch),
+            packed,
             sync,
             done: Mutex::new(None),
             signaled: AtomicBool::new(false),
@@ -119,7 +124,10 @@ mod tests {
     fn no_wake_up_is_lost_between_polling_and_sleeping() {
         const ROUNDS: u64 = 20_000;
         let state = Arc::new(Mutex::new(0u64));
-        let writers = Arc::new([Writer::new(None, false), Writer::new(None, false)]);
+        let writers = Arc::new([
+            Writer::new(None, None, false),
+            Writer::new(None, None, false),
+        ]);
         let (tx, rx) = mpsc::channel();
         for me in 0..2u64 {
             let (state, writers, tx) = (Arc::clone(&state), Arc::clone(&writers), tx.clone());

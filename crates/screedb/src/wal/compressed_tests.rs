@@ -4,8 +4,9 @@ use proptest::prelude::*;
 
 use super::format::{BLOCK_SIZE, FragmentType, HEADER_SIZE, encode_header};
 use super::tests::{expect_corruption, pattern, read_all, reader, salvage, write_log_compressing};
-use super::{COMPRESS_RECORDS_FROM, RecoveryMode};
-use crate::table::compression::{CompressionType, compress, incompressible};
+use super::{COMPRESS_RECORDS_FROM, LogWriter, Packed, Piece, RecoveryMode};
+use crate::coding::put_varint32;
+use crate::table::compression::incompressible;
 
 const MODES: [RecoveryMode; 3] = [
     RecoveryMode::Strict,
@@ -77,25 +78,54 @@ fn a_compressed_record_spanning_blocks_uses_first_middle_last_of_its_family() {
 }
 
 #[test]
-fn valid_fragments_that_are_not_lz4_are_corruption_and_skipped_by_salvage() {
-    let mut log = fragment(FragmentType::Full, false, b"kept");
-    // A claimed length of 100 bytes, then bytes no LZ4 decoder accepts.
-    let mut bogus = 100u32.to_le_bytes().to_vec();
-    bogus.extend_from_slice(&[0xff; 12]);
-    log.extend(fragment(FragmentType::Full, true, &bogus));
-    log.extend(fragment(FragmentType::Full, false, b"after"));
-    for mode in [RecoveryMode::Strict, RecoveryMode::TolerateTornTail] {
-        expect_corruption(log.clone(), mode, 11, "not valid LZ4");
+fn valid_fragments_that_do_not_decode_are_corruption_and_skipped_by_salvage() {
+    // An empty prefix, then a piece of 100 bytes packed into 12 no LZ4 decoder accepts.
+    let mut bogus = Vec::new();
+    for n in [0, 100, 12] {
+        put_varint32(&mut bogus, n);
     }
-    let (got, skipped) = salvage(log);
-    assert_eq!(got, [b"kept".to_vec(), b"after".to_vec()]);
-    assert_eq!(skipped.len(), 1, "{skipped:?}");
-    assert_eq!((skipped[0].offset, skipped[0].resumed_at), (11, 34));
+    bogus.extend_from_slice(&[0xff; 12]);
+    // A raw piece longer than the record.
+    let mut short = Vec::new();
+    for n in [0, 100, 0] {
+        put_varint32(&mut short, n);
+    }
+    short.extend_from_slice(&[1; 15]);
+    for body in [bogus, short] {
+        let mut log = fragment(FragmentType::Full, false, b"kept");
+        log.extend(fragment(FragmentType::Full, true, &body));
+        let end = log.len() as u64;
+        log.extend(fragment(FragmentType::Full, false, b"after"));
+        for mode in [RecoveryMode::Strict, RecoveryMode::TolerateTornTail] {
+            expect_corruption(log.clone(), mode, 11, "does not decode");
+        }
+        let (got, skipped) = salvage(log);
+        assert_eq!(got, [b"kept".to_vec(), b"after".to_vec()]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!((skipped[0].offset, skipped[0].resumed_at), (11, end));
+    }
+}
+
+#[test]
+fn a_prefix_and_mixed_pieces_read_back_as_one_record() {
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let file = super::tests::MemWritable(std::sync::Arc::clone(&buf));
+    let mut w = LogWriter::new(Box::new(file));
+    let (a, b) = (pattern(2000, 9), incompressible(4, 300));
+    let pa = Packed::new(&a).unwrap();
+    w.add_compressed_record(b"header", &[Piece::Raw(&b), Piece::Packed(&pa)])
+        .unwrap();
+    w.add_record(b"plain").unwrap();
+    let bytes = buf.lock().unwrap().clone();
+    let want = vec![[&b"header"[..], &b, &a].concat(), b"plain".to_vec()];
+    for mode in MODES {
+        assert_eq!(read_all(bytes.clone(), mode), want);
+    }
 }
 
 #[test]
 fn a_fragment_of_the_other_family_inside_a_record_is_corruption() {
-    let packed = compress(CompressionType::Lz4, &pattern(3000, 5)).1.unwrap();
+    let packed = pattern(3000, 5);
     let (head, tail) = packed.split_at(10);
     for (first, last) in [(true, false), (false, true)] {
         let mut log = fragment(FragmentType::First, first, head);

@@ -24,9 +24,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::format::{BLOCK_SIZE, Fragment, FragmentType, HEADER_SIZE, decode_fragment};
+use super::packed;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::table::compression::decompress_lz4;
 
 /// How a [`LogReader`] treats damage at the end of the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,12 +291,12 @@ impl LogReader {
     ) -> Result<Option<Vec<u8>>> {
         let end = self.block_start + self.pos as u64;
         let record = if compressed {
-            match decompress_lz4(&record) {
+            match packed::decode(&record) {
                 Some(raw) => raw,
                 None => {
                     let reason = format!(
-                        "the compressed record starting at offset {start} ({} bytes) is not \
-                         valid LZ4",
+                        "the compressed record starting at offset {start} ({} bytes) does not \
+                         decode (a piece runs past its end or is not valid LZ4)",
                         record.len()
                     );
                     if self.mode == RecoveryMode::SkipDamage {

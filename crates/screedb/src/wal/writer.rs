@@ -2,16 +2,20 @@
 //!
 //! The byte layout is in [`super::format`]: each fragment is a 7-byte header
 //! (masked CRC32C u32 LE | length u16 LE | type u8) and its payload, and fragments never cross a
-//! 32 KiB block boundary; fewer than 7 bytes left in a block are filled with zeros. A writer
-//! made with [`LogWriter::compressing`] (the WAL's) writes records of at least its threshold
-//! LZ4-compressed, in fragment types 5 to 8, when that saves at least 1/8 of their bytes.
+//! 32 KiB block boundary; fewer than 7 bytes left in a block are filled with zeros.
+//! [`LogWriter::add_compressed_record`] writes a record of pieces compressed beforehand
+//! ([`super::packed`]) in fragment types 5 to 8.
 
 use std::fmt;
 
 use super::format::{BLOCK_SIZE, FragmentType, HEADER_SIZE, encode_header};
+use super::packed::{self, Piece};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::table::compression::{CompressionType, compress};
+
+/// A compressed record's encoding buffer larger than this is freed after use, not kept for the
+/// next record (one huge batch must not pin its size for the log's life).
+const MAX_KEPT_SCRATCH: usize = 1 << 20;
 
 /// The zeros written into a block trailer (at most `HEADER_SIZE - 1` of them).
 const TRAILER_ZEROS: [u8; HEADER_SIZE - 1] = [0; HEADER_SIZE - 1];
@@ -28,8 +32,9 @@ pub struct LogWriter {
     failed: Option<Error>,
     /// Set once [`LogWriter::finish`] succeeded: a second call has nothing to do.
     finished: bool,
-    /// Records of at least this many bytes are offered to LZ4 (`usize::MAX`: none).
-    compress_from: usize,
+    /// Where a compressed record is encoded before it is cut into fragments (kept between
+    /// records for its allocation).
+    scratch: Vec<u8>,
 }
 
 impl fmt::Debug for LogWriter {
@@ -39,7 +44,6 @@ impl fmt::Debug for LogWriter {
             .field("block_offset", &self.block_offset)
             .field("failed", &self.failed)
             .field("finished", &self.finished)
-            .field("compress_from", &self.compress_from)
             .finish_non_exhaustive()
     }
 }
@@ -56,34 +60,37 @@ impl LogWriter {
             block_offset,
             failed: None,
             finished: false,
-            compress_from: usize::MAX,
+            scratch: Vec::new(),
         }
     }
 
-    /// This writer, compressing every later record of at least `min_record_bytes` bytes with
-    /// LZ4 when that saves at least 1/8 of them (written as fragment types 5 to 8; readers
-    /// decompress them). For the WAL: the MANIFEST stays in LevelDB's format.
-    pub fn compressing(mut self, min_record_bytes: usize) -> Self {
-        self.compress_from = min_record_bytes;
-        self
-    }
-
-    /// Appends `data` as one record (one FULL fragment, or FIRST, MIDDLE*, LAST; compressed if
-    /// the writer is [`LogWriter::compressing`] and it pays). `data` may be empty or of any
-    /// size. Neither flushes nor syncs.
+    /// Appends `data` as one record (one FULL fragment, or FIRST, MIDDLE*, LAST). `data` may be
+    /// empty or of any size. Neither flushes nor syncs.
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let packed = if data.len() >= self.compress_from {
-            compress(CompressionType::Lz4, data).1
-        } else {
-            None
-        };
-        let result = match &packed {
-            Some(packed) => self.emit_record(packed, true),
-            None => self.emit_record(data, false),
-        };
+        let result = self.emit_record(data, false);
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+        }
+        result
+    }
+
+    /// Appends the record `prefix ++ pieces` as a compressed record (fragment types 5 to 8;
+    /// readers return the record itself). For the WAL only: the MANIFEST stays in LevelDB's
+    /// format. REQUIRES: `prefix` and each raw piece below 4 GiB.
+    pub fn add_compressed_record(&mut self, prefix: &[u8], pieces: &[Piece<'_>]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
+        packed::encode(prefix, pieces, &mut body);
+        let result = self.emit_record(&body, true);
+        if body.capacity() <= MAX_KEPT_SCRATCH {
+            self.scratch = body;
+        }
         if let Err(e) = &result {
             self.failed = Some(e.clone());
         }
