@@ -13,7 +13,7 @@
 //! order (MIDDLE or LAST without FIRST, FIRST or FULL inside a record) are corruption in these
 //! two modes: they are data a writer could not have produced by being cut short; so are a
 //! fragment of the other family (compressed or plain) inside a record, and a compressed record
-//! whose checksummed bytes are not valid LZ4.
+//! whose checksummed bytes do not decode (`super::packed`).
 //!
 //! [`RecoveryMode::SkipDamage`] (repair only) salvages instead: damage and fragments in an
 //! impossible order are skipped, with the record they belong to, up to the next valid fragment,
@@ -280,9 +280,9 @@ impl LogReader {
     }
 
     /// Finishes the record starting at `start` that ends at the current position: its bytes,
-    /// decompressed if it is `compressed`. A compressed record that is not valid LZ4 (its
-    /// checksums held, so no crash wrote it) is corruption; [`RecoveryMode::SkipDamage`] skips
-    /// it (`Ok(None)`) and goes on.
+    /// decoded if it is `compressed`. A compressed record that does not decode (its checksums
+    /// held, so no crash wrote it) is corruption; [`RecoveryMode::SkipDamage`] skips it
+    /// (`Ok(None)`) and goes on.
     fn complete(
         &mut self,
         start: u64,
