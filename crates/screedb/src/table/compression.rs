@@ -34,6 +34,18 @@ impl CompressionType {
 /// byte); a larger claimed length is corruption, not a reason to allocate.
 const LZ4_MAX_RATIO: usize = 255;
 
+/// True when `packed_len` compressed bytes are worth storing instead of `raw_len` raw ones: they
+/// save at least an eighth (the rule for blocks, values and WAL records alike).
+pub(crate) fn saves_an_eighth(packed_len: usize, raw_len: usize) -> bool {
+    packed_len <= raw_len - raw_len / 8 && packed_len < raw_len
+}
+
+/// True when an LZ4 block of `packed_len` bytes can decode to `raw_len` bytes at all; a claimed
+/// length beyond it is corruption, refused before anything is allocated for it.
+pub(crate) fn lz4_length_plausible(raw_len: usize, packed_len: usize) -> bool {
+    raw_len <= packed_len.saturating_mul(LZ4_MAX_RATIO).saturating_add(16)
+}
+
 /// Compresses `raw` as `wanted` asks. Returns the type actually used and, for a compressed block,
 /// its bytes. `None` as bytes means "store `raw` as is".
 pub fn compress(wanted: CompressionType, raw: &[u8]) -> (CompressionType, Option<Vec<u8>>) {
@@ -44,7 +56,7 @@ pub fn compress(wanted: CompressionType, raw: &[u8]) -> (CompressionType, Option
                 return (CompressionType::None, None);
             }
             let out = lz4_flex::block::compress_prepend_size(raw);
-            if out.len() <= raw.len() - raw.len() / 8 && out.len() < raw.len() {
+            if saves_an_eighth(out.len(), raw.len()) {
                 (CompressionType::Lz4, Some(out))
             } else {
                 (CompressionType::None, None)
@@ -65,7 +77,7 @@ pub fn decompress_lz4(src: &[u8]) -> Option<Vec<u8>> {
 pub fn decompress_lz4_into(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let (len, body) = src.split_first_chunk::<4>()?;
     let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
-    if len > body.len().saturating_mul(LZ4_MAX_RATIO).saturating_add(16) {
+    if !lz4_length_plausible(len, body.len()) {
         return None;
     }
     // Bytes left from the last use are overwritten: a decode must fill all `len` of them.

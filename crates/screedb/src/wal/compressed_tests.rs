@@ -69,9 +69,9 @@ fn a_compressed_record_spanning_blocks_uses_first_middle_last_of_its_family() {
     big.extend(pattern(BLOCK_SIZE, 4));
     let records = vec![b"before".to_vec(), big, b"after".to_vec()];
     let (bytes, sizes) = write_log_compressing(&records, 0);
-    let plain_types: Vec<u8> = (1..3).map(|b| bytes[b * BLOCK_SIZE + 6]).collect();
+    let later_types: Vec<u8> = (1..3).map(|b| bytes[b * BLOCK_SIZE + 6]).collect();
     assert_eq!(bytes[sizes[0] as usize + 6], 6, "FIRST, compressed");
-    assert_eq!(plain_types, vec![7, 8], "MIDDLE and LAST, compressed");
+    assert_eq!(later_types, vec![7, 8], "MIDDLE and LAST, compressed");
     for mode in MODES {
         assert_eq!(read_all(bytes.clone(), mode), records);
     }

@@ -16,10 +16,7 @@
 //! knows), and compresses nothing itself.
 
 use crate::coding::{get_varint32, put_varint32};
-
-/// LZ4 never expands data by more than this factor; a larger claimed length is corruption,
-/// not a reason to allocate.
-const LZ4_MAX_RATIO: usize = 255;
+use crate::table::compression::{lz4_length_plausible, saves_an_eighth};
 
 /// Bytes LZ4 shrank by at least an eighth, with their original length.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,15 +30,10 @@ impl Packed {
     pub fn new(raw: &[u8]) -> Option<Packed> {
         u32::try_from(raw.len()).ok()?;
         let bytes = lz4_flex::block::compress(raw);
-        (bytes.len() <= raw.len() - raw.len() / 8 && bytes.len() < raw.len()).then_some(Packed {
+        saves_an_eighth(bytes.len(), raw.len()).then_some(Packed {
             raw_len: raw.len(),
             bytes,
         })
-    }
-
-    /// Length of the bytes it holds once decompressed.
-    pub fn raw_len(&self) -> usize {
-        self.raw_len
     }
 }
 
@@ -88,7 +80,7 @@ pub(super) fn decode(mut src: &[u8]) -> Option<Vec<u8>> {
             out.extend_from_slice(take(&mut src, raw_len)?);
             continue;
         }
-        if raw_len > packed_len.saturating_mul(LZ4_MAX_RATIO).saturating_add(16) {
+        if !lz4_length_plausible(raw_len, packed_len) {
             return None;
         }
         let packed = take(&mut src, packed_len)?;
@@ -133,7 +125,6 @@ mod tests {
             Packed::new(&b).is_none(),
             "random bytes are not worth packing"
         );
-        assert_eq!(pa.raw_len(), 3000);
         let mut out = Vec::new();
         encode(
             b"header",

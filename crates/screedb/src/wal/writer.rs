@@ -67,30 +67,29 @@ impl LogWriter {
     /// Appends `data` as one record (one FULL fragment, or FIRST, MIDDLE*, LAST). `data` may be
     /// empty or of any size. Neither flushes nor syncs.
     pub fn add_record(&mut self, data: &[u8]) -> Result<()> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        let result = self.emit_record(data, false);
-        if let Err(e) = &result {
-            self.failed = Some(e.clone());
-        }
-        result
+        self.add(data, false)
     }
 
     /// Appends the record `prefix ++ pieces` as a compressed record (fragment types 5 to 8;
     /// readers return the record itself). For the WAL only: the MANIFEST stays in LevelDB's
     /// format. REQUIRES: `prefix` and each raw piece below 4 GiB.
     pub fn add_compressed_record(&mut self, prefix: &[u8], pieces: &[Piece<'_>]) -> Result<()> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
         let mut body = std::mem::take(&mut self.scratch);
         body.clear();
         packed::encode(prefix, pieces, &mut body);
-        let result = self.emit_record(&body, true);
+        let result = self.add(&body, true);
         if body.capacity() <= MAX_KEPT_SCRATCH {
             self.scratch = body;
         }
+        result
+    }
+
+    /// Emits one record of either family; the first failure is kept and repeated.
+    fn add(&mut self, data: &[u8], compressed: bool) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = self.emit_record(data, compressed);
         if let Err(e) = &result {
             self.failed = Some(e.clone());
         }
