@@ -115,13 +115,23 @@ pub fn wal(args: &WalArgs, out: &mut dyn Write) -> CliResult {
     writeln!(out, "{}: {} bytes", path.display(), file.size())?;
     let mut reader = LogReader::new(file, path.clone(), mode(args.tolerate_torn_tail));
     let preview = if args.full_values { 0 } else { VALUE_PREVIEW };
-    let (mut records, mut updates) = (0u64, 0u64);
+    let (mut records, mut updates, mut compressed) = (0u64, 0u64, 0u64);
     while let Some(record) = reader.read_record().map_err(|e| hint_tolerant(e, args))? {
         let offset = reader.last_record_offset();
+        let stored = if reader.last_record_compressed() {
+            compressed += 1;
+            format!(
+                ", compressed: {} bytes stored for {}",
+                reader.last_record_stored_bytes(),
+                record.len()
+            )
+        } else {
+            String::new()
+        };
         let batch = WriteBatch::from_record(record, path, offset)?;
         writeln!(
             out,
-            "offset {offset}: sequence {}, {} update{}",
+            "offset {offset}: sequence {}, {} update{}{stored}",
             batch.sequence(),
             batch.count(),
             if batch.count() == 1 { "" } else { "s" }
@@ -141,7 +151,10 @@ pub fn wal(args: &WalArgs, out: &mut dyn Write) -> CliResult {
         records += 1;
         updates += u64::from(batch.count());
     }
-    writeln!(out, "{records} records, {updates} updates")?;
+    writeln!(
+        out,
+        "{records} records ({compressed} compressed), {updates} updates"
+    )?;
     if let Some(tail) = reader.torn_tail() {
         writeln!(
             out,

@@ -123,6 +123,36 @@ fn populated(dir: &Path) {
 }
 
 #[test]
+fn dump_wal_says_which_records_were_stored_compressed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = Options {
+        create_if_missing: true,
+        ..Options::default()
+    };
+    let db = Db::open(tmp.path(), options).unwrap();
+    db.put(b"small", b"stays plain").unwrap();
+    let big = "a compressible value ".repeat(100);
+    db.put(b"big", big.as_bytes()).unwrap();
+    db.close().unwrap();
+
+    let log = &files(tmp.path(), |n| n.ends_with(".log"))[0];
+    let wal = ok(&["dump-wal", log.to_str().unwrap(), "--full-values"]);
+    assert!(wal.contains(&format!("put\tbig\t{big}")), "{wal}");
+    let lines: Vec<&str> = wal.lines().filter(|l| l.starts_with("offset ")).collect();
+    assert_eq!(lines.len(), 2, "{wal}");
+    assert!(!lines[0].contains("compressed"), "{wal}");
+    // The batch: a 12-byte header, tag, key and value lengths, key, value.
+    let raw = 12 + 1 + 1 + 3 + 2 + big.len();
+    let stored: usize = lines[1]
+        .split_once("compressed: ")
+        .and_then(|(_, rest)| rest.strip_suffix(&format!(" bytes stored for {raw}")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{wal}"));
+    assert!(stored < raw / 4, "{stored} of {raw}");
+    assert!(wal.contains("2 records (1 compressed), 2 updates"), "{wal}");
+}
+
+#[test]
 fn dumps_and_check_describe_a_real_database() {
     let tmp = tempfile::tempdir().unwrap();
     populated(tmp.path());
@@ -131,7 +161,7 @@ fn dumps_and_check_describe_a_real_database() {
     let wal = ok(&["dump-wal", log.to_str().unwrap()]);
     assert!(wal.contains("put\tlate\tin the wal"), "{wal}");
     assert!(wal.contains("del\tkey00001"), "{wal}");
-    assert!(wal.contains("2 records, 2 updates"), "{wal}");
+    assert!(wal.contains("2 records (0 compressed), 2 updates"), "{wal}");
     // A log left unfinished (the memory-mapped WAL's reserved zeros after the last record):
     // strictly it is damage, with a hint; tolerantly the records and the dropped tail.
     let mut bytes = std::fs::read(log).unwrap();
@@ -151,7 +181,7 @@ fn dumps_and_check_describe_a_real_database() {
         open_log.to_str().unwrap(),
         "--tolerate-torn-tail",
     ]);
-    assert!(wal.contains("2 records, 2 updates"), "{wal}");
+    assert!(wal.contains("2 records (0 compressed), 2 updates"), "{wal}");
     assert!(
         wal.contains(&format!(
             "torn tail dropped: 4096 bytes from offset {records}"

@@ -52,6 +52,28 @@ fn compressible_records_from_the_threshold_are_compressed_and_read_back() {
     for mode in MODES {
         assert_eq!(read_all(bytes.clone(), mode), records);
     }
+    // The reader says how each record was stored, and what it took in the file.
+    let mut r = reader(bytes.clone(), RecoveryMode::Strict);
+    let mut seen = Vec::new();
+    while let Some(record) = r.read_record().unwrap() {
+        seen.push((
+            r.last_record_compressed(),
+            r.last_record_stored_bytes(),
+            record.len(),
+        ));
+    }
+    let plain_sizes: Vec<u64> = records
+        .iter()
+        .map(|r| (HEADER_SIZE + r.len()) as u64)
+        .collect();
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [false, true, false, true]
+    );
+    assert_eq!(seen[0].1, plain_sizes[0]);
+    assert_eq!(seen[2].1, plain_sizes[2]);
+    assert!(seen[3].1 < plain_sizes[3] / 4, "{seen:?}");
+    assert_eq!(seen.iter().map(|s| s.1).sum::<u64>(), bytes.len() as u64);
 }
 
 #[test]

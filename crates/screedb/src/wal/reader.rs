@@ -90,6 +90,8 @@ pub struct LogReader {
     /// File offset just past the last record returned.
     end_of_last_record: u64,
     last_record_offset: u64,
+    /// Whether the last returned record was stored compressed (fragment types 5 to 8).
+    last_record_compressed: bool,
     torn_tail: Option<TornTail>,
     /// Regions skipped in [`RecoveryMode::SkipDamage`].
     skipped: Vec<SkippedRegion>,
@@ -125,6 +127,7 @@ impl LogReader {
             pos: 0,
             end_of_last_record: 0,
             last_record_offset: 0,
+            last_record_compressed: false,
             torn_tail: None,
             skipped: Vec::new(),
             finished: false,
@@ -153,6 +156,18 @@ impl LogReader {
     /// Offset in the file where the last returned record started (its first fragment's header).
     pub fn last_record_offset(&self) -> u64 {
         self.last_record_offset
+    }
+
+    /// File bytes the last returned record took, from its first fragment's header to the end
+    /// of its last fragment (headers and any block trailers between them included).
+    pub fn last_record_stored_bytes(&self) -> u64 {
+        self.end_of_last_record - self.last_record_offset
+    }
+
+    /// True if the last returned record was stored as a compressed record (fragment types 5 to
+    /// 8, `Options::wal_compression`); the record returned is its decoded bytes either way.
+    pub fn last_record_compressed(&self) -> bool {
+        self.last_record_compressed
     }
 
     /// Set when [`RecoveryMode::TolerateTornTail`] dropped a bad tail.
@@ -311,6 +326,7 @@ impl LogReader {
         };
         self.last_record_offset = start;
         self.end_of_last_record = end;
+        self.last_record_compressed = compressed;
         Ok(Some(record))
     }
 
