@@ -129,6 +129,7 @@ pub fn io_table(results: &[PhaseResult]) -> String {
                 r.cpu_seconds
                     .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
                 r.peak_rss.map_or_else(|| "-".into(), format_bytes),
+                r.peak_anon_rss.map_or_else(|| "-".into(), format_bytes),
                 format_bytes(r.disk_bytes),
                 opt_ratio(r.space_amp()),
             ]
@@ -148,6 +149,7 @@ pub fn io_table(results: &[PhaseResult]) -> String {
             "WA engine settled",
             "cpu s",
             "peak RSS",
+            "peak anon",
             "disk",
             "space amp",
         ],
@@ -282,6 +284,7 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
                 json_num(settled.and_then(|s| s.cpu_seconds)),
             ),
             ("peak_rss_bytes", json_u64(r.peak_rss)),
+            ("peak_anon_rss_bytes", json_u64(r.peak_anon_rss)),
             ("threads", r.threads.to_string()),
             ("background_writes", json_u64(r.background_writes)),
             ("operations", per_op_json(&r.per_op)),

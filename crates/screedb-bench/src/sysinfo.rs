@@ -5,10 +5,15 @@
 //! latter counted when pages are dirtied, so it includes WAL pages deleted before write-back,
 //! which `cancelled_write_bytes` counts when the deletion happens). Elsewhere the counters are
 //! unavailable. CPU time comes from `getrusage`, the peak resident set size from `VmHWM` in
-//! `/proc/self/status` (reset per workload through `/proc/self/clear_refs`), and space on disk
-//! from the blocks the database's files occupy.
+//! `/proc/self/status` (reset per workload through `/proc/self/clear_refs`), the peak of
+//! anonymous memory from `RssAnon` sampled every 20 ms, and space on disk from the blocks the
+//! database's files occupy.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// A reading of `/proc/self/io`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -174,18 +179,82 @@ pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-/// The peak resident set size in bytes: `VmHWM` of `/proc/self/status`.
+/// The peak resident set size in bytes: `VmHWM` of `/proc/self/status`. It counts the pages
+/// of files the process maps (an engine reading its tables through maps) as well as its heap.
 pub fn peak_rss() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// Resident anonymous memory in bytes (heap, stacks, anonymous maps; not the pages of mapped
+/// files): `RssAnon` of `/proc/self/status`.
+pub fn anon_rss() -> Option<u64> {
+    status_bytes("RssAnon:")
+}
+
+/// A `field: N kB` line of `/proc/self/status`, in bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line
-        .trim_start_matches("VmHWM:")
+        .trim_start_matches(field)
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// How often [`AnonPeak`] reads `RssAnon`.
+const ANON_SAMPLE: Duration = Duration::from_millis(20);
+
+/// The largest [`anon_rss`] seen while it runs, read every 20 ms by a thread of its own: the
+/// kernel keeps no peak of anonymous memory alone (`VmHWM` counts mapped file pages too).
+#[derive(Debug)]
+pub struct AnonPeak {
+    stop: Arc<AtomicBool>,
+    sampler: Option<JoinHandle<Option<u64>>>,
+}
+
+impl AnonPeak {
+    /// Starts sampling; `None` where `RssAnon` cannot be read.
+    pub fn start() -> Option<AnonPeak> {
+        let first = anon_rss()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let sampler = std::thread::Builder::new()
+            .name("bench-anon-rss".into())
+            .spawn(move || {
+                let mut peak = first;
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(ANON_SAMPLE);
+                    peak = peak.max(anon_rss().unwrap_or(0));
+                }
+                Some(peak)
+            })
+            .ok()?;
+        Some(AnonPeak {
+            stop,
+            sampler: Some(sampler),
+        })
+    }
+
+    /// Stops sampling and returns the peak (including a last reading now).
+    pub fn finish(mut self) -> Option<u64> {
+        let now = anon_rss();
+        self.stop.store(true, Ordering::Relaxed);
+        let peak = self.sampler.take()?.join().ok().flatten()?;
+        Some(peak.max(now.unwrap_or(0)))
+    }
+}
+
+impl Drop for AnonPeak {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(sampler) = self.sampler.take() {
+            let _ = sampler.join();
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -251,6 +320,18 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(cpu_seconds().unwrap() >= before);
+        if let Some(sampling) = AnonPeak::start() {
+            let base = anon_rss().unwrap();
+            let big = vec![1u8; 64 << 20];
+            std::hint::black_box(&big);
+            std::thread::sleep(ANON_SAMPLE * 3);
+            drop(big);
+            let peak = sampling.finish().unwrap();
+            assert!(
+                peak >= base + (32 << 20),
+                "a 64 MiB buffer, freed before the end, raises the anonymous peak: {peak} {base}"
+            );
+        }
         if reset_peak_rss() {
             let base = peak_rss().unwrap();
             let big = vec![1u8; 64 << 20];

@@ -17,7 +17,7 @@ use crate::histogram::Histogram;
 use crate::keys::ValueSizes;
 use crate::live::LiveKeys;
 use crate::space::SpaceProbe;
-use crate::sysinfo::{IoCounters, cpu_seconds, disk_usage, peak_rss, reset_peak_rss};
+use crate::sysinfo::{AnonPeak, IoCounters, cpu_seconds, disk_usage, peak_rss, reset_peak_rss};
 
 /// A named workload (db_bench's names; YCSB's as `ycsb_load`, `ycsb_a` ... `ycsb_f`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,8 +265,11 @@ pub struct PhaseResult {
     /// CPU seconds (user + system, every thread of the process) during the operations.
     pub cpu_seconds: Option<f64>,
     /// Peak resident set size during the workload (since the process started where it cannot
-    /// be reset).
+    /// be reset), mapped file pages included.
     pub peak_rss: Option<u64>,
+    /// Peak anonymous resident memory (heap, stacks) during the workload and its settling,
+    /// sampled every 20 ms: the engine's own memory without the table pages it maps.
+    pub peak_anon_rss: Option<u64>,
     /// The engine's write amplification right after the operations.
     pub engine_wa: Option<f64>,
     /// For write workloads with `--settle`: after settling.
@@ -359,6 +362,7 @@ pub fn run_phase(
     settle: bool,
 ) -> Result<PhaseResult> {
     let rss_reset = reset_peak_rss();
+    let anon = AnonPeak::start();
     let io_start = IoCounters::now();
     let cpu_start = cpu_seconds();
     let probe = SpaceProbe {
@@ -411,6 +415,7 @@ pub fn run_phase(
         io: io_end.zip(io_start).map(|(e, s)| e.since(&s)),
         cpu_seconds: cpu_end.zip(cpu_start).map(|(e, s)| e - s),
         peak_rss: peak_rss(),
+        peak_anon_rss: anon.and_then(AnonPeak::finish),
         engine_wa,
         settled,
         disk_bytes: disk_usage(target.dir),
@@ -531,6 +536,9 @@ mod tests {
         let space = fill.space_amp().unwrap();
         assert!(space > 0.1 && space < 20.0, "space amplification {space}");
         assert!(fill.cpu_seconds.is_some() && fill.peak_rss.is_some());
+        // Anonymous memory is part of the resident set, whose peak VmHWM is.
+        let (anon, rss) = (fill.peak_anon_rss.unwrap(), fill.peak_rss.unwrap());
+        assert!(anon > 0 && anon <= rss, "{anon} {rss}");
         assert_eq!(run(Benchmark::ReadRandom).found, Some(3000));
         assert_eq!(run(Benchmark::SeekRandom).found, Some(3000));
         assert_eq!(run(Benchmark::ReadMissing).found, Some(0));
