@@ -274,21 +274,25 @@ struct Outputs<'o, 'p> {
     key_hashes: Option<&'o mut KeyHashes>,
 }
 
-/// Writes the entries of `input` into tables of `ctx.format`, one open table per route, each
-/// cut once it is full (`out.target_file_size` for sorted tables) and at guard boundaries,
-/// never between two entries of one user key. Returns the new tables. With `parallel`, full
-/// tables are finished on a helper thread while the entries go on (`parallel.rs`), and the
-/// tables come back in no particular order.
+/// Writes the entries of each of `inputs` in turn into tables of `ctx.format`, one open table
+/// per route, each cut once it is full (`out.target_file_size` for sorted tables) and at guard
+/// boundaries, never between two entries of one user key; the tables of one input are finished
+/// before the next begins (a hash split's inputs are its routes, so it holds one route's
+/// outputs at a time). No user key may be in two inputs. Returns the new tables. With
+/// `parallel`, full tables are finished on a helper thread while the entries go on
+/// (`parallel.rs`), and the tables come back in no particular order.
 fn write_tables(
     ctx: &JobContext<'_>,
-    input: &mut dyn InternalIterator,
-    out: Outputs<'_, '_>,
+    inputs: Vec<&mut dyn InternalIterator>,
+    mut out: Outputs<'_, '_>,
     parallel: bool,
     stats: &mut JobStats,
 ) -> Result<Vec<FileMeta>> {
     std::thread::scope(|scope| {
         let mut finisher = Finisher::new(parallel.then_some(scope));
-        let outputs = write_entries(ctx, input, out, &mut finisher, stats)
+        let outputs = inputs
+            .into_iter()
+            .try_for_each(|input| write_entries(ctx, input, &mut out, &mut finisher, stats))
             .and_then(|()| finisher.into_finished())?;
         for meta in &outputs {
             stats.bytes_written += meta.file_size;
@@ -316,7 +320,7 @@ fn write_tables(
 fn write_entries(
     ctx: &JobContext<'_>,
     input: &mut dyn InternalIterator,
-    out: Outputs<'_, '_>,
+    out: &mut Outputs<'_, '_>,
     finisher: &mut Finisher<'_, '_>,
     stats: &mut JobStats,
 ) -> Result<()> {
@@ -327,8 +331,10 @@ fn write_entries(
         route_of,
         filter,
         cancel,
-        mut key_hashes,
+        key_hashes,
     } = out;
+    let (target_file_size, route_of, filter, cancel) =
+        (*target_file_size, *route_of, *filter, *cancel);
     let newest_snapshot = ctx.snapshots.last().copied().unwrap_or(0);
     let mut tombstone = Vec::new();
     let mut survivors = Survivors::new(ctx.icmp, ctx.snapshots);
@@ -449,7 +455,7 @@ pub fn flush(
     let mut stats = JobStats::default();
     let outputs = write_tables(
         ctx,
-        input,
+        vec![input],
         Outputs {
             target_file_size: u64::MAX,
             may_drop_tombstone: &mut |_| false,
@@ -513,6 +519,41 @@ pub(super) fn input_iterators(
     Ok(children)
 }
 
+/// The iterators one merge pass reads.
+type Children = Vec<Box<dyn InternalIterator>>;
+
+/// The inputs of a hash split cut by `route` (the output container of each user key), one
+/// group of iterators per route in ascending route order, when every input is a table that
+/// can cut itself (HTables: see [`crate::table::TableReader::iter_by_route`]); `None` when one
+/// cannot (level 0's sorted tables), and the split is written in one pass.
+fn inputs_by_route(
+    ctx: &JobContext<'_>,
+    spec: &MergeSpec,
+    route: &(dyn Fn(&[u8]) -> u64 + Sync),
+    stats: &mut JobStats,
+) -> Result<Option<Vec<Children>>> {
+    let files: Vec<&FileRef> = spec.inputs.iter().flat_map(|(_, f)| f).collect();
+    let tables = files
+        .iter()
+        .map(|f| ctx.tables.get(f))
+        .collect::<Result<Vec<_>>>()?;
+    // Checked first, so that no table is read for nothing: only HTables cut themselves.
+    if tables.iter().any(|t| t.format() != TableFormat::HTable) {
+        return Ok(None);
+    }
+    stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
+    // Read and sorted on two threads (`parallel.rs`), as a one-pass split's inputs are.
+    let parts = try_map_on_two_threads(tables, |t| t.iter_by_route(route).transpose())?;
+    let mut groups: std::collections::BTreeMap<u64, Children> = std::collections::BTreeMap::new();
+    for part in parts {
+        let Some(part) = part else { return Ok(None) };
+        for (r, it) in part {
+            groups.entry(r).or_default().push(it);
+        }
+    }
+    Ok(Some(groups.into_values().collect()))
+}
+
 /// Executes a merge: reads every input table, writes the survivors to the output level, and
 /// returns the edit that swaps inputs for outputs. With [`OutputPlan::ByGuards`] the outputs are cut at the
 /// output level's guards, and new guards (chosen from the written keys, or adopted from the next
@@ -527,12 +568,26 @@ pub fn merge(
         return super::tree_job::merge(ctx, version, spec);
     }
     let mut stats = JobStats::default();
-    let children = input_iterators(ctx, spec, &mut stats)?;
-    let mut input = MergingIterator::new(ctx.icmp.clone(), children);
     let out = spec.output_level;
     let inputs: HashSet<u64> = spec.all_inputs().map(|f| f.number).collect();
     let seed = version.hash_seed();
     let by_route = |user_key: &[u8]| crate::layout::trie::route_of_key(seed, user_key, out);
+    // A hash split of HTables is written one route (output container) at a time, so that it
+    // holds one route's output tables in memory, not all eight; anything else in one pass.
+    let routed = match spec.output {
+        OutputPlan::ByHash { .. } => inputs_by_route(ctx, spec, &by_route, &mut stats)?,
+        _ => None,
+    };
+    let mut passes: Vec<MergingIterator> = match routed {
+        Some(groups) => groups
+            .into_iter()
+            .map(|g| MergingIterator::new(ctx.icmp.clone(), g))
+            .collect(),
+        None => vec![MergingIterator::new(
+            ctx.icmp.clone(),
+            input_iterators(ctx, spec, &mut stats)?,
+        )],
+    };
     let by_range = |_: &[u8]| 0;
     let route_of: Router<'_> = match spec.output {
         OutputPlan::ByHash { .. } => &by_route,
@@ -584,7 +639,10 @@ pub fn merge(
     };
     let outputs = write_tables(
         ctx,
-        &mut input,
+        passes
+            .iter_mut()
+            .map(|p| p as &mut dyn InternalIterator)
+            .collect(),
         Outputs {
             target_file_size: spec.output.target_file_size(),
             may_drop_tombstone: &mut may_drop_tombstone,

@@ -71,8 +71,8 @@ pub use jungle::{
 pub use properties::TableProperties;
 pub use reader::{Table, TableIterator};
 pub use seam::{
-    FORMAT_TAIL_LEN, Lookup, Probe, TableFormat, TableReader, TableWriter, create_writer,
-    format_of_tail,
+    FORMAT_TAIL_LEN, Lookup, Probe, RoutedIters, TableFormat, TableReader, TableWriter,
+    create_writer, format_of_tail,
 };
 
 /// Name of the Bloom filter block in the meta-index. Written to disk: never change it.

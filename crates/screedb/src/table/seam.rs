@@ -125,6 +125,10 @@ pub enum Probe {
     Hit(Lookup, SequenceNumber),
 }
 
+/// A table's entries cut by route: one iterator per route, with its route
+/// ([`TableReader::iter_by_route`]).
+pub type RoutedIters = Vec<(u64, Box<dyn InternalIterator>)>;
+
 /// An open table of any format. Shared as `Arc<dyn TableReader>`; every method may be called
 /// from many threads at once.
 pub trait TableReader: Send + Sync + fmt::Debug {
@@ -161,6 +165,14 @@ pub trait TableReader: Send + Sync + fmt::Debug {
     /// Every entry in internal-key order, keeping the table open. A format that must read
     /// the whole table to order it (HTable) reports a failed read here.
     fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>>;
+    /// [`TableReader::iter`] cut by `route` of each user key (a hash split's child
+    /// container): one iterator per route the table's keys take, in ascending route order.
+    /// `None` where the format has nothing cheaper than a whole-table iterator per route (the
+    /// sorted format); the HTable format, which sorts a copy of its entries anyway, cuts it.
+    fn iter_by_route(self: Arc<Self>, route: &dyn Fn(&[u8]) -> u64) -> Option<Result<RoutedIters>> {
+        let _ = route;
+        None
+    }
     /// Approximate file offset where `ikey`'s entry is or would be (for size estimates).
     fn approximate_offset_of(&self, ikey: &[u8]) -> u64;
     /// Reads and checks every byte of the table again, whatever the read options say. Errors

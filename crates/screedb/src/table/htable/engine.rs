@@ -10,7 +10,9 @@ use super::{HProbe, HTable, HTableBuilder, HTableProperties, KeyHash};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind};
-use crate::table::{Lookup, Probe, TableFormat, TableProperties, TableReader, TableWriter};
+use crate::table::{
+    Lookup, Probe, RoutedIters, TableFormat, TableProperties, TableReader, TableWriter,
+};
 
 /// An open HTable as a [`TableReader`].
 #[derive(Debug)]
@@ -123,6 +125,15 @@ impl TableReader for HashedTable {
     /// repair and dumps, never for user iterators (the trie layout has none).
     fn iter(self: Arc<Self>) -> Result<Box<dyn InternalIterator>> {
         Ok(Box::new(self.table.sorted_iter()?))
+    }
+
+    fn iter_by_route(self: Arc<Self>, route: &dyn Fn(&[u8]) -> u64) -> Option<Result<RoutedIters>> {
+        Some(self.table.sorted_parts(route).map(|parts| {
+            parts
+                .into_iter()
+                .map(|(r, it)| (r, Box::new(it) as Box<dyn InternalIterator>))
+                .collect()
+        }))
     }
 
     /// Entries are placed by hash, so no offset follows the key: 0 for every key.

@@ -35,7 +35,8 @@ struct Slot {
 pub struct HTableIterator {
     /// Keeps the table open while the iterator lives.
     table: Arc<HTable>,
-    arena: Vec<u8>,
+    /// The entries' bytes, shared by the views of one table's routes.
+    arena: Arc<Vec<u8>>,
     slots: Vec<Slot>,
     pos: Option<usize>,
     icmp: InternalKeyComparator,
@@ -58,33 +59,57 @@ impl HTable {
     /// the block cache is neither read nor filled) and returns their entries sorted by internal
     /// key. Holds the whole table in memory (a table is 32 MiB by default).
     pub fn sorted_iter(self: &Arc<Self>) -> Result<HTableIterator> {
+        let mut parts = self.sorted_parts(&|_| 0)?;
+        Ok(match parts.pop() {
+            Some((_, it)) => it,
+            None => self.view(Arc::new(Vec::new()), Vec::new()),
+        })
+    }
+
+    /// [`HTable::sorted_iter`] cut by `route` of each user key: one sorted view per route the
+    /// table's keys take, in ascending route order (none for an empty table), sharing one copy
+    /// of the entries. A hash split writes its outputs one route at a time from these, so it
+    /// holds one route's output tables at a time instead of all of them.
+    pub fn sorted_parts(
+        self: &Arc<Self>,
+        route: &dyn Fn(&[u8]) -> u64,
+    ) -> Result<Vec<(u64, HTableIterator)>> {
         let props = self.properties();
         // Reserved from the properties, never past what the file can hold (they are read from
-        // it, and an HTable is not compressed): every entry takes at least its 8-byte trailer.
+        // it, and an HTable is not compressed).
         let file_size = props.file_size;
         let mut arena = Vec::with_capacity(
             (props.raw_key_bytes.saturating_add(props.raw_value_bytes)).min(file_size) as usize,
         );
-        let mut slots: Vec<Slot> =
-            Vec::with_capacity(props.num_entries.min(file_size / TRAILER_LEN as u64) as usize);
+        let mut parts: Vec<(u64, Part)> = Vec::new();
+        self.for_each_entry(|user_key, trailer, value| {
+            let r = route(user_key);
+            let i = match parts.iter().position(|(x, _)| *x == r) {
+                Some(i) => i,
+                None => {
+                    parts.push((r, Part::default()));
+                    parts.len() - 1
+                }
+            };
+            parts[i].1.push(&mut arena, user_key, trailer, value);
+        })?;
+        parts.sort_by_key(|(r, _)| *r);
+        // Shared as it is (an `Arc<[u8]>` would copy it).
+        let arena = Arc::new(arena);
+        Ok(parts
+            .into_iter()
+            .map(|(r, mut part)| {
+                part.sort(&arena);
+                (r, self.view(Arc::clone(&arena), part.slots))
+            })
+            .collect())
+    }
+
+    /// Calls `f` with every entry (user key, trailer, value) of the buckets, then of the
+    /// overflow area: whole runs of buckets straight from the file (a scan does not fill the
+    /// block cache), checksums verified as `verify_checksums` says.
+    fn for_each_entry(&self, mut f: impl FnMut(&[u8], u64, &[u8])) -> Result<()> {
         let verify = self.verify_checksums();
-        // The length of the prefix every user key shares (its first key's, cut down).
-        let mut first: Option<Vec<u8>> = None;
-        let mut shared = usize::MAX;
-        let mut push = |user_key: &[u8], trailer: u64, value: &[u8]| {
-            let f = first.get_or_insert_with(|| user_key.to_vec());
-            shared = shared.min(common_prefix_len(f, user_key));
-            slots.push(Slot {
-                prefix: 0,
-                at: arena.len(),
-                klen: (user_key.len() + TRAILER_LEN) as u32,
-                vlen: value.len() as u32,
-            });
-            arena.extend_from_slice(user_key);
-            arena.extend_from_slice(&trailer.to_le_bytes());
-            arena.extend_from_slice(value);
-        };
-        // Whole runs of buckets straight from the file: a scan does not fill the block cache.
         let b = self.footer().bucket_bytes as usize;
         let n = self.num_buckets();
         for first in (0..n).step_by(SCAN_BUCKETS as usize) {
@@ -95,39 +120,75 @@ impl HTable {
             for (id, buf) in (first..).zip(run.chunks(b)) {
                 let (_, entries) = self.open_bucket(id, buf, verify)?;
                 for e in entries {
-                    push(e.user_key, e.trailer, e.value);
+                    f(e.user_key, e.trailer, e.value);
                 }
             }
         }
         for rec in self.overflow_records() {
             let data = self.read_overflow(rec, verify)?;
             for e in self.overflow_entries(rec, &data)? {
-                push(e.user_key, e.trailer, e.value);
+                f(e.user_key, e.trailer, e.value);
             }
         }
-        // A radix sort by the eight bytes after the shared prefix, then each run of equal
-        // prefixes by whole keys.
-        for s in &mut slots {
-            let user_key = key::user_key(ikey(&arena, s));
-            s.prefix = bytewise_prefix(user_key.get(shared..).unwrap_or_default());
-        }
-        radsort::sort_by_key(&mut slots, |s| s.prefix);
-        let mut start = 0;
-        while start < slots.len() {
-            let prefix = slots[start].prefix;
-            let end = start + slots[start..].partition_point(|s| s.prefix == prefix);
-            if end - start > 1 {
-                slots[start..end].sort_unstable_by(|x, y| order(&arena, x, y));
-            }
-            start = end;
-        }
-        Ok(HTableIterator {
+        Ok(())
+    }
+
+    fn view(self: &Arc<Self>, arena: Arc<Vec<u8>>, slots: Vec<Slot>) -> HTableIterator {
+        HTableIterator {
             table: Arc::clone(self),
             arena,
             slots,
             pos: None,
             icmp: InternalKeyComparator::new(default_comparator()),
-        })
+        }
+    }
+}
+
+/// The entries of one route, collected before they are sorted.
+#[derive(Default)]
+struct Part {
+    slots: Vec<Slot>,
+    /// The first user key, and the length of the prefix every key so far shares with it.
+    first: Option<Vec<u8>>,
+    shared: Option<usize>,
+}
+
+impl Part {
+    /// Copies the entry into `arena` and indexes it.
+    fn push(&mut self, arena: &mut Vec<u8>, user_key: &[u8], trailer: u64, value: &[u8]) {
+        let f = self.first.get_or_insert_with(|| user_key.to_vec());
+        let common = common_prefix_len(f, user_key);
+        self.shared = Some(self.shared.map_or(common, |s| s.min(common)));
+        self.slots.push(Slot {
+            prefix: 0,
+            at: arena.len(),
+            klen: (user_key.len() + TRAILER_LEN) as u32,
+            vlen: value.len() as u32,
+        });
+        arena.extend_from_slice(user_key);
+        arena.extend_from_slice(&trailer.to_le_bytes());
+        arena.extend_from_slice(value);
+    }
+
+    /// A radix sort by the eight bytes after the shared prefix, then each run of equal
+    /// prefixes by whole keys.
+    fn sort(&mut self, arena: &[u8]) {
+        let shared = self.shared.unwrap_or(0);
+        for s in &mut self.slots {
+            let user_key = key::user_key(ikey(arena, s));
+            s.prefix = bytewise_prefix(user_key.get(shared..).unwrap_or_default());
+        }
+        radsort::sort_by_key(&mut self.slots, |s| s.prefix);
+        let slots = &mut self.slots;
+        let mut start = 0;
+        while start < slots.len() {
+            let prefix = slots[start].prefix;
+            let end = start + slots[start..].partition_point(|s| s.prefix == prefix);
+            if end - start > 1 {
+                slots[start..end].sort_unstable_by(|x, y| order(arena, x, y));
+            }
+            start = end;
+        }
     }
 }
 

@@ -191,6 +191,29 @@ proptest! {
             it.seek(k);
             prop_assert_eq!(it.key(), &k[..]);
         }
+        // Cut by route (a hash split's children): each part is the sorted view's entries of
+        // its route, in order; the routes ascend and together hold every entry once.
+        let route = |user_key: &[u8]| u64::from(user_key.first().copied().unwrap_or(0) % 3) * 10;
+        let parts = t.sorted_parts(&route).unwrap();
+        let routes: Vec<u64> = parts.iter().map(|(r, _)| *r).collect();
+        prop_assert!(routes.windows(2).all(|w| w[0] < w[1]), "{:?}", routes);
+        let mut total = 0;
+        for (r, mut part) in parts {
+            let mine: Vec<&(Vec<u8>, Vec<u8>)> = want
+                .iter()
+                .filter(|(ik, _)| route(crate::key::user_key(ik)) == r)
+                .collect();
+            part.seek_to_first();
+            let mut got = Vec::new();
+            while part.valid() {
+                got.push((part.key().to_vec(), part.value().to_vec()));
+                part.next();
+            }
+            prop_assert!(!got.is_empty());
+            prop_assert_eq!(got.iter().collect::<Vec<_>>(), mine);
+            total += got.len();
+        }
+        prop_assert_eq!(total, want.len());
     }
 }
 
