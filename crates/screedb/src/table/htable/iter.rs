@@ -57,7 +57,7 @@ const SCAN_BUCKETS: u32 = 64;
 impl HTable {
     /// Reads every bucket and overflow group (checksums verified as `verify_checksums` says;
     /// the block cache is neither read nor filled) and returns their entries sorted by internal
-    /// key. Holds the whole table in memory (a table is 32 MiB by default).
+    /// key. Holds the whole table in memory (`target_file_size`, 64 MiB by default).
     pub fn sorted_iter(self: &Arc<Self>) -> Result<HTableIterator> {
         let mut parts = self.sorted_parts(&|_| 0)?;
         Ok(match parts.pop() {
