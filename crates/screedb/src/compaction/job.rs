@@ -541,16 +541,17 @@ fn inputs_by_route(
     if tables.iter().any(|t| t.format() != TableFormat::HTable) {
         return Ok(None);
     }
-    stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
     // Read and sorted on two threads (`parallel.rs`), as a one-pass split's inputs are.
     let parts = try_map_on_two_threads(tables, |t| t.iter_by_route(route).transpose())?;
     let mut groups: std::collections::BTreeMap<u64, Children> = std::collections::BTreeMap::new();
     for part in parts {
+        // Not reached (every input is an HTable); the one-pass merge would serve it.
         let Some(part) = part else { return Ok(None) };
         for (r, it) in part {
             groups.entry(r).or_default().push(it);
         }
     }
+    stats.bytes_read += files.iter().map(|f| f.file_size).sum::<u64>();
     Ok(Some(groups.into_values().collect()))
 }
 
