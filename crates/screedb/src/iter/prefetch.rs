@@ -1,5 +1,6 @@
-//! Cache-line prefetch hints: for seeks over many sources, and for the memtable's point index
-//! (`memtable/point_index.rs`), whose slot a write touches under the skiplist's writer mutex.
+//! Cache-line prefetch hints: for seeks over many sources, for the memtable's point index
+//! (`memtable/point_index.rs`), whose slot a write touches under the skiplist's writer mutex,
+//! and for the next entry of a block a scan walks (`table/block.rs`).
 //!
 //! A merging iterator seeks its children one after another, and each child's seek is a chain
 //! of dependent cache misses (index entry, data block trailer, restart keys, entries): on a

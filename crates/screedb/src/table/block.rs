@@ -351,6 +351,16 @@ impl BlockIter {
         self.key.truncate(e.shared);
         self.key.extend_from_slice(&self.block.data[e.key_delta]);
         self.value = e.value;
+        // A scan reads the next entry's header soon, and with large values it lies on a cache
+        // line nothing has touched (a scan that does not read values misses there at every
+        // step): start loading it now (YCSB E with 1 KB values: +16%, docs/benchmarks.md).
+        if let Some(next) = self
+            .block
+            .data
+            .get(self.value.end..self.block.restarts_offset)
+        {
+            crate::iter::prefetch::prefetch_address(next.as_ptr());
+        }
         while self.restart_index + 1 < self.block.num_restarts
             && self.block.restart_point(self.restart_index + 1) <= self.current
         {
