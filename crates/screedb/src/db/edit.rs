@@ -29,6 +29,7 @@ pub(super) fn apply<'a>(
     while st.manifest_busy {
         st = wait(&inner.bg_cv, st);
     }
+    let before = st.versions.current();
     let mut prepared = match st.versions.prepare(edit) {
         Ok(p) => p,
         Err(e) => return (Err(e), st),
@@ -38,6 +39,15 @@ pub(super) fn apply<'a>(
     let written = prepared.write();
     let mut st = lock(&inner.state);
     let result = st.versions.install(prepared, written);
+    if result.is_ok() {
+        // The edit is durable: clusters it superseded go with the next purge.
+        let after = st.versions.current();
+        inner
+            .obsolete
+            .supersede_clusters(crate::layout::trie::superseded_cluster_holders(
+                &before, &after,
+            ));
+    }
     st.manifest_busy = false;
     inner.bg_cv.notify_all();
     (result, st)

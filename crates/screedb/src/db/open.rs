@@ -256,11 +256,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     // Sweep: everything not referenced by the new state.
     let live: HashSet<u64> = versions.current().all_file_numbers().collect();
+    let holders = crate::layout::trie::cluster_holders(&versions.current());
     for name in &names {
         let remove = match filename::parse(name) {
             Some(FileKind::Log(n)) => n < wal_number,
-            // A cluster is a side file of its holder table and goes with it.
-            Some(FileKind::Table(n) | FileKind::Cluster(n)) => !live.contains(&n),
+            Some(FileKind::Table(n)) => !live.contains(&n),
+            // A cluster is a side file of its holder table and goes with it, or before it
+            // when a newer table of its container holds the container's cluster.
+            Some(FileKind::Cluster(n)) => !holders.contains(&n),
             Some(FileKind::Manifest(n)) => n != versions.manifest_number(),
             Some(FileKind::Temp(_)) => true,
             _ => false,

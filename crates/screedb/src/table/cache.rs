@@ -321,6 +321,12 @@ impl TableCache {
         self.clusters.remove(&file_number);
     }
 
+    /// Forgets the BloomCluster table `holder` holds (call before deleting the cluster's file,
+    /// when the table stays). Gets holding it keep it open until they finish.
+    pub fn forget_cluster(&self, holder: u64) {
+        self.clusters.remove(&holder);
+    }
+
     /// The read counters of every HTable opened here (and of the gets' cluster reads).
     pub fn hashed_reads(&self) -> &ReadCounters {
         &self.hashed_reads

@@ -30,6 +30,8 @@ pub struct ObsoleteFiles {
     marked: Mutex<HashSet<u64>>,
     /// Released marked tables not deleted yet.
     queued: Mutex<Vec<u64>>,
+    /// Live tables whose BloomCluster was superseded (the trie layout), not deleted yet.
+    superseded_clusters: Mutex<Vec<u64>>,
     /// Whether `queued` holds anything (changed under its lock; read without it, so readers
     /// can ask on every lookup).
     any_queued: AtomicBool,
@@ -58,6 +60,7 @@ impl ObsoleteFiles {
             tables,
             marked: Mutex::new(HashSet::new()),
             queued: Mutex::new(Vec::new()),
+            superseded_clusters: Mutex::new(Vec::new()),
             any_queued: AtomicBool::new(false),
             purging: Mutex::new(()),
             deleted: AtomicU64::new(0),
@@ -81,6 +84,18 @@ impl ObsoleteFiles {
         }
     }
 
+    /// Queues the BloomClusters of live tables `holders` for deletion: an installed version no
+    /// longer reads them (`layout::trie::superseded_cluster_holders`). A reader of an older
+    /// version that has the cluster open keeps it; one that opens it after the deletion finds
+    /// none and asks the tables' own filters, as for any table without a cluster.
+    pub fn supersede_clusters(&self, holders: Vec<u64>) {
+        if holders.is_empty() {
+            return;
+        }
+        lock(&self.superseded_clusters).extend(holders);
+        self.any_queued.store(true, Ordering::Relaxed);
+    }
+
     /// Whether released tables wait for [`ObsoleteFiles::purge`]: one relaxed load.
     pub fn has_queued(&self) -> bool {
         self.any_queued.load(Ordering::Relaxed)
@@ -90,11 +105,17 @@ impl ObsoleteFiles {
     /// removes the files. Call with no database lock held.
     pub fn purge(&self) {
         let _purging = lock(&self.purging);
-        let queued = {
+        let (queued, clusters) = {
             let mut queued = lock(&self.queued);
+            let mut clusters = lock(&self.superseded_clusters);
             self.any_queued.store(false, Ordering::Relaxed);
-            std::mem::take(&mut *queued)
+            (std::mem::take(&mut *queued), std::mem::take(&mut *clusters))
         };
+        for holder in clusters {
+            self.tables.forget_cluster(holder);
+            // One left behind (a failed removal) goes at the next open's sweep.
+            let _ = self.fs.remove(&filename::cluster_file(&self.dir, holder));
+        }
         for number in queued {
             self.tables.evict(number);
             // The table's BloomCluster, if it holds one (the trie layout), goes with it.

@@ -19,6 +19,9 @@ mod strategy;
 
 pub use strategy::Trie;
 
+use std::collections::HashSet;
+
+use crate::LayoutKind;
 use crate::error::Result;
 use crate::key::SequenceNumber;
 use crate::table::htable::{KeyHash, MAX_TRIE_DEPTH, ReadCounters};
@@ -155,6 +158,37 @@ pub(crate) fn containers(files: &[FileRef]) -> Vec<Vec<FileRef>> {
         }
     }
     out
+}
+
+/// The tables whose BloomCluster (`NNNNNN.bfc`) is the one gets read: the highest-numbered table
+/// of each container of a level >= 1 (empty for the other layouts, which write no clusters).
+/// A cluster whose table is no longer its container's highest has been superseded by a newer
+/// one (a job adds its outputs, numbered above every older table, beside the tables that stay)
+/// or belongs to a container no job writes clusters for any more: no get reads it again.
+pub(crate) fn cluster_holders(version: &Version) -> HashSet<u64> {
+    if version.layout() != LayoutKind::Trie {
+        return HashSet::new();
+    }
+    (1..version.num_levels())
+        .flat_map(|level| version.runs(level))
+        .filter_map(|container| container.iter().map(|f| f.number).max())
+        .collect()
+}
+
+/// The tables `before` named as cluster holders that `after` keeps but no longer names: their
+/// clusters were superseded by the edit between the two versions.
+pub(crate) fn superseded_cluster_holders(before: &Version, after: &Version) -> Vec<u64> {
+    let now = cluster_holders(after);
+    if now.is_empty() {
+        return Vec::new();
+    }
+    let live: HashSet<u64> = after.all_file_numbers().collect();
+    let mut gone: Vec<u64> = cluster_holders(before)
+        .into_iter()
+        .filter(|n| !now.contains(n) && live.contains(n))
+        .collect();
+    gone.sort_unstable();
+    gone
 }
 
 /// The trie's last level so far: the deepest level >= 1 holding a table (1 when none does). Its
