@@ -10,6 +10,8 @@
 //! no lock held, after each job and before they sleep, and a reader that released the last
 //! reference purges as it finishes ([`PurgeOnDrop`]). A table that is dropped without being
 //! marked (the database closing, a table moved to another level under the same number) is kept.
+//! The trie layout's superseded BloomClusters (side files of tables that stay) are queued here
+//! too, by the installed edit that superseded them, and go with the same purges.
 
 use std::collections::HashSet;
 use std::ops::Deref;
@@ -32,8 +34,8 @@ pub struct ObsoleteFiles {
     queued: Mutex<Vec<u64>>,
     /// Live tables whose BloomCluster was superseded (the trie layout), not deleted yet.
     superseded_clusters: Mutex<Vec<u64>>,
-    /// Whether `queued` holds anything (changed under its lock; read without it, so readers
-    /// can ask on every lookup).
+    /// Whether `queued` or `superseded_clusters` holds anything (changed under their locks;
+    /// read without them, so readers can ask on every lookup).
     any_queued: AtomicBool,
     /// Held for a whole purge: a purge returns only once every table queued before it is gone,
     /// even those another thread's purge took.
@@ -96,13 +98,14 @@ impl ObsoleteFiles {
         self.any_queued.store(true, Ordering::Relaxed);
     }
 
-    /// Whether released tables wait for [`ObsoleteFiles::purge`]: one relaxed load.
+    /// Whether released tables or superseded clusters wait for [`ObsoleteFiles::purge`]: one
+    /// relaxed load.
     pub fn has_queued(&self) -> bool {
         self.any_queued.load(Ordering::Relaxed)
     }
 
-    /// Deletes the queued tables (and their BloomClusters): closes them in the table cache and
-    /// removes the files. Call with no database lock held.
+    /// Deletes the queued tables (and their BloomClusters) and the superseded clusters: closes
+    /// them in the table cache and removes the files. Call with no database lock held.
     pub fn purge(&self) {
         let _purging = lock(&self.purging);
         let (queued, clusters) = {
