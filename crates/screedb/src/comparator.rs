@@ -117,7 +117,7 @@ const INLINE_COMPARE_BYTES: usize = 24;
 /// decided there without a call to `memcmp` (whose length dispatch costs more than the
 /// comparison of a 16-byte key).
 #[inline]
-pub fn bytewise_cmp(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn bytewise_cmp(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
     let mut i = 0;
     while i + 8 <= n && i < INLINE_COMPARE_BYTES {
