@@ -318,7 +318,7 @@ impl TableCache {
     /// it open until they are dropped.
     pub fn evict(&self, file_number: u64) {
         self.tables.remove(&file_number);
-        self.clusters.remove(&file_number);
+        self.forget_cluster(file_number);
     }
 
     /// Forgets the BloomCluster table `holder` holds (call before deleting the cluster's file,
