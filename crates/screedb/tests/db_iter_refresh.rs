@@ -5,36 +5,11 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use screedb::fs::MemFs;
-use screedb::{Db, DbIterator, Error, Memory, Options, ReadOptions};
+use screedb::{Db, Error, Memory, ReadOptions};
 
-fn options(memory: Memory) -> Options {
-    Options {
-        create_if_missing: true,
-        fs: Arc::new(MemFs::new()),
-        memory,
-        write_buffer_size: 16 << 10,
-        ..Options::default()
-    }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:04}").into_bytes()
-}
-
-/// Everything from the first key on.
-fn all(it: &mut DbIterator) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut got = BTreeMap::new();
-    it.seek_to_first();
-    while it.valid() {
-        got.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    got
-}
+mod iter_common;
+use iter_common::{all, key, options, put_range, runs_options};
 
 #[test]
 fn a_refreshed_iterator_sees_the_writes_made_since() {
@@ -101,4 +76,27 @@ fn snapshots_and_closed_databases_are_not_refreshed() {
     drop((at, snapshot));
     db.close().unwrap();
     assert!(it.refresh().is_err());
+}
+
+/// A memtable that starts a new run (`memtable_run_size`) between an iterator's creation and
+/// its refresh is the same source with more in it: the refreshed iterator reads the new run.
+#[test]
+fn a_refresh_reads_the_runs_a_memtable_started_since() {
+    for memory in [Memory::Skiplist, Memory::Flodb] {
+        let db = Db::open("/refresh-runs", runs_options(memory)).unwrap();
+        let mut model = BTreeMap::new();
+        put_range(&db, &mut model, 0..100);
+        let mut it = db.iter(&ReadOptions::default()).unwrap();
+        assert_eq!(all(&mut it), model, "{memory:?}");
+        put_range(&db, &mut model, 100..3000);
+        assert_eq!(
+            db.stats().flushes,
+            0,
+            "{memory:?}: the writes stay in the memtable"
+        );
+        it.refresh().unwrap();
+        assert_eq!(all(&mut it), model, "{memory:?}");
+        drop(it);
+        db.close().unwrap();
+    }
 }

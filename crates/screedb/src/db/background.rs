@@ -50,9 +50,12 @@ pub(super) fn run(inner: &DbInner) {
                 }
             }
         }
-        if inner.obsolete.has_queued() {
+        // Iterator sources kept for a replaced super version hold its tables.
+        let stale = inner.iter_pool.take_stale(&inner.super_version);
+        if !stale.is_empty() || inner.obsolete.has_queued() {
             // Tables released by the last job (or by readers) are deleted without the mutex.
             drop(st);
+            drop(stale);
             inner.obsolete.purge();
             st = lock(&inner.state);
             continue;
@@ -552,6 +555,7 @@ pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
             );
         if idle || inner.shutting_down.load(Ordering::Acquire) {
             drop(st);
+            inner.release_stale_sources();
             inner.obsolete.purge();
             return Ok(());
         }
@@ -600,6 +604,7 @@ pub(super) fn compact_range(
     st.manual_running = false;
     inner.bg_cv.notify_all();
     drop(st);
+    inner.release_stale_sources();
     inner.obsolete.purge();
     result
 }

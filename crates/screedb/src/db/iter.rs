@@ -8,10 +8,11 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::{Arc, Weak};
 
+use super::iter_pool::Sources;
 use super::{DbInner, SuperVersion};
 use crate::comparator::Comparator;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::{self, SequenceNumber, ValueKind};
 use crate::version::obsolete::{ObsoleteFiles, PurgeOnDrop};
 
@@ -46,6 +47,11 @@ pub struct DbIterator {
     /// Where [`DbIterator::refresh`] reads the latest state from; `None` for an iterator at a
     /// snapshot.
     refresh: Option<Refresh>,
+    /// The database whose pool of sources `inner` goes back to when the iterator drops
+    /// (`iter_pool.rs`); `None` for sources chosen for a prefix.
+    pool: Option<Weak<DbInner>>,
+    /// The [`super::iter_pool::stamp`] of the sources `inner` was built from.
+    stamp: usize,
     _pinned: Arc<SuperVersion>,
     /// Dropped after `_pinned`: deletes the tables the pinned version was the last to hold (an
     /// iterator may outlive the compaction that replaced them).
@@ -61,12 +67,34 @@ impl std::fmt::Debug for DbIterator {
     }
 }
 
+impl Drop for DbIterator {
+    /// Gives the merged iterator to the database's pool of sources (`iter_pool.rs`) unless it
+    /// failed or the database is closing; the fields then drop as declared.
+    fn drop(&mut self) {
+        let Some(db) = self.pool.take().and_then(|db| db.upgrade()) else {
+            return;
+        };
+        if db.check_open().is_err() || self.inner.status().is_err() {
+            return;
+        }
+        let merged = std::mem::replace(&mut self.inner, Box::new(EmptyIterator));
+        db.iter_pool.give(
+            &db.super_version,
+            Sources {
+                merged,
+                sv: Arc::clone(&self._pinned),
+                stamp: self.stamp,
+            },
+        );
+    }
+}
+
 impl DbIterator {
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
         ucmp: Arc<dyn Comparator>,
         sequence: SequenceNumber,
-        pinned: Arc<SuperVersion>,
+        (pinned, stamp): (Arc<SuperVersion>, usize),
         obsolete: Arc<ObsoleteFiles>,
     ) -> Self {
         DbIterator {
@@ -80,6 +108,8 @@ impl DbIterator {
             error: None,
             seek_counting: None,
             refresh: None,
+            pool: None,
+            stamp,
             _pinned: pinned,
             _purge: PurgeOnDrop(obsolete),
         }
@@ -91,12 +121,19 @@ impl DbIterator {
         self.refresh = Some(Refresh { db, prefix });
     }
 
+    /// Hands `inner` to `db`'s pool of sources when the iterator drops, for the next iterator
+    /// over the same sources.
+    pub(crate) fn return_sources_to(&mut self, db: Weak<DbInner>) {
+        self.pool = Some(db);
+    }
+
     /// Moves the iterator to the database's latest state (RocksDB's `Iterator::Refresh`): it
     /// then sees every write made before this call, and is left unpositioned (seek again).
-    /// When no flush or compaction happened since the iterator last pinned its sources, it
-    /// keeps them (nothing is opened again) and reads them at the newer sequence; else it opens
-    /// the new ones. An iterator created at a snapshot reads that snapshot for good:
-    /// [`Error::InvalidArgument`]; so is a refresh after the database was closed.
+    /// When no flush or compaction happened since the iterator last pinned its sources (and
+    /// no memtable started a new run), it keeps them (nothing is opened again) and reads them
+    /// at the newer sequence; else it opens the new ones. An iterator created at a snapshot
+    /// reads that snapshot for good: [`Error::InvalidArgument`]; so is a refresh after the
+    /// database was closed.
     pub fn refresh(&mut self) -> Result<()> {
         let Some(refresh) = &self.refresh else {
             return Err(Error::invalid(
@@ -109,9 +146,12 @@ impl DbIterator {
             .ok_or_else(|| Error::invalid("refresh: the database was closed"))?;
         db.check_open()?;
         let (sequence, sv) = super::pin_for_scan(&db, None);
-        if !Arc::ptr_eq(&sv, &self._pinned) || self.inner.status().is_err() {
+        let same = Arc::ptr_eq(&sv, &self._pinned) && super::iter_pool::stamp(&sv) == self.stamp;
+        if !same || self.inner.status().is_err() {
+            let (merged, stamp) = super::sources(&db, &sv, refresh.prefix.as_deref())?;
             // The old sources drop before the version that holds their tables.
-            self.inner = super::merged_iter(&db, &sv, refresh.prefix.as_deref())?;
+            self.inner = merged;
+            self.stamp = stamp;
             self._pinned = sv;
         }
         self.sequence = sequence;

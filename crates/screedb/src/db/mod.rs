@@ -2,7 +2,8 @@
 //!
 //! Lock order (never take them in the other order):
 //! 1. `DbInner::state` (the database mutex) — guards everything in [`DbState`];
-//! 2. short-lived leaf locks: the snapshot list, the obsolete-file set, the caches.
+//! 2. short-lived leaf locks: the snapshot list, the obsolete-file set, the caches, the pool
+//!    of iterator sources (`iter_pool.rs`).
 //!
 //! Readers take no lock on the hot path: they load the current [`SuperVersion`] (memtable,
 //! immutable memtables, version) from an `ArcSwap` and the last visible sequence number from an
@@ -12,6 +13,7 @@ mod background;
 mod drain;
 mod edit;
 mod iter;
+mod iter_pool;
 mod open;
 mod read;
 mod snapshot;
@@ -115,6 +117,25 @@ fn pin_for_scan(
             (seq, sv)
         }
     }
+}
+
+/// The internal iterator a [`DbIterator`] over `sv` reads and the [`iter_pool::stamp`] of the
+/// sources it was built from: one kept in the pool if it reads the same sources (never for a
+/// `prefix`, whose tables are chosen for it), else a new one ([`merged_iter`]).
+fn sources(
+    inner: &DbInner,
+    sv: &Arc<SuperVersion>,
+    prefix: Option<&[u8]>,
+) -> Result<(Box<dyn InternalIterator>, usize)> {
+    // Counted before the cursors are made: a run started in between makes the entry look
+    // stale when it comes back, never current.
+    let stamp = iter_pool::stamp(sv);
+    if prefix.is_none()
+        && let Some(merged) = inner.iter_pool.take(sv, stamp)
+    {
+        return Ok((merged, stamp));
+    }
+    Ok((merged_iter(inner, sv, prefix)?, stamp))
 }
 
 /// The internal iterator a [`DbIterator`] over `sv` reads: the memtables, level 0's tables and
@@ -244,6 +265,9 @@ pub(crate) struct DbInner {
     /// Signalled when background work finishes or is needed.
     bg_cv: Condvar,
     super_version: ArcSwap<SuperVersion>,
+    /// Merged iterators of dropped [`DbIterator`]s, for the next iterator over the same
+    /// sources.
+    iter_pool: iter_pool::SourcePool,
     /// Last sequence number visible to readers.
     visible_sequence: AtomicU64,
     snapshots: Arc<SnapshotList>,
@@ -447,14 +471,17 @@ impl Db {
         inner.check_open()?;
         inner.options.layout.kind().require_key_order("iterators")?;
         let (seq, sv) = pin_for_scan(inner, inner.snapshot_sequence(options)?);
-        let merged = merged_iter(inner, &sv, prefix)?;
+        let (merged, stamp) = sources(inner, &sv, prefix)?;
         let mut it = DbIterator::new(
             merged,
             Arc::clone(inner.icmp.user()),
             seq,
-            sv,
+            (sv, stamp),
             Arc::clone(&inner.obsolete),
         );
+        if prefix.is_none() {
+            it.return_sources_to(Arc::downgrade(inner));
+        }
         if options.snapshot.is_none() {
             it.refresh_from(Arc::downgrade(inner), prefix.map(<[u8]>::to_vec));
         }
@@ -681,6 +708,7 @@ impl Db {
         for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }
+        drop(inner.iter_pool.take_all());
         inner.obsolete.purge();
         let mut st = lock(&inner.state);
         // A manual compaction on another thread may be installing its edit.
@@ -779,6 +807,12 @@ impl DbInner {
         } else {
             Ok(())
         }
+    }
+
+    /// Drops the iterator sources kept for a super version that is no longer current, so
+    /// that a purge after this deletes the tables only they held. Call without the mutex.
+    fn release_stale_sources(&self) {
+        drop(self.iter_pool.take_stale(&self.super_version));
     }
 
     /// Publishes a new super version from the state. REQUIRES: state locked.

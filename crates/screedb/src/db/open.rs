@@ -308,6 +308,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         super_version,
+        iter_pool: super::iter_pool::SourcePool::default(),
         visible_sequence: AtomicU64::new(max_seq),
         snapshots: Arc::new(SnapshotList::default()),
         counters,

@@ -130,6 +130,30 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
 }
 
+/// An iterator over nothing: stands in for one that was moved elsewhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EmptyIterator;
+
+impl InternalIterator for EmptyIterator {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _target: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
 /// An iterator over a sorted in-memory vector of entries; handy in tests and for small sources.
 #[derive(Debug, Clone)]
 pub struct VecIterator {
