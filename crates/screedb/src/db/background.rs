@@ -50,12 +50,14 @@ pub(super) fn run(inner: &DbInner) {
                 }
             }
         }
-        // Iterator sources kept for a replaced super version hold its tables.
-        let stale = inner.iter_pool.take_stale(&inner.super_version);
-        if !stale.is_empty() || inner.obsolete.has_queued() {
+        // Iterator sources kept for a replaced super version hold its tables. They are
+        // dropped under the mutex (a release only queues a table), so that a thread that then
+        // finds the database idle (`wait_for_idle`) finds their tables queued, or being
+        // deleted by the purge below, which its own purge waits for.
+        drop(inner.iter_pool.take_stale(&inner.super_version));
+        if inner.obsolete.has_queued() {
             // Tables released by the last job (or by readers) are deleted without the mutex.
             drop(st);
-            drop(stale);
             inner.obsolete.purge();
             st = lock(&inner.state);
             continue;

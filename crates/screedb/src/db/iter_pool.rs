@@ -90,8 +90,10 @@ impl SourcePool {
     }
 
     /// Removes the entries whose super version is no longer the current one (or whose
-    /// memtables have started runs since) and returns them, to be dropped by the caller without
-    /// the database mutex, before it purges obsolete tables.
+    /// memtables have started runs since) and returns them, to be dropped by the caller before
+    /// it purges obsolete tables (dropping one only queues its tables, so the background loop
+    /// does it under the database mutex: whoever next finds the database idle finds them
+    /// queued).
     #[must_use = "dropping the stale entries releases their tables"]
     pub(super) fn take_stale(&self, current: &ArcSwap<SuperVersion>) -> Vec<Sources> {
         let mut slots = lock(&self.slots);
