@@ -51,10 +51,10 @@ pub(super) fn run(inner: &DbInner) {
             }
         }
         // Iterator sources kept for a replaced super version hold its tables. They are
-        // dropped under the mutex (a release only queues a table), so that a thread that then
-        // finds the database idle (`wait_for_idle`) finds their tables queued, or being
-        // deleted by the purge below, which its own purge waits for.
-        drop(inner.iter_pool.take_stale(&inner.super_version));
+        // released under the mutex, so that a thread that then finds the database idle
+        // (`wait_for_idle`) finds their tables queued, or being deleted by the purge below,
+        // which its own purge waits for.
+        inner.iter_pool.release_stale(&inner.super_version);
         if inner.obsolete.has_queued() {
             // Tables released by the last job (or by readers) are deleted without the mutex.
             drop(st);
@@ -557,7 +557,7 @@ pub(super) fn wait_for_idle(inner: &DbInner) -> Result<()> {
             );
         if idle || inner.shutting_down.load(Ordering::Acquire) {
             drop(st);
-            inner.release_stale_sources();
+            inner.iter_pool.release_stale(&inner.super_version);
             inner.obsolete.purge();
             return Ok(());
         }
@@ -606,7 +606,7 @@ pub(super) fn compact_range(
     st.manual_running = false;
     inner.bg_cv.notify_all();
     drop(st);
-    inner.release_stale_sources();
+    inner.iter_pool.release_stale(&inner.super_version);
     inner.obsolete.purge();
     result
 }

@@ -146,7 +146,7 @@ impl DbIterator {
             .ok_or_else(|| Error::invalid("refresh: the database was closed"))?;
         db.check_open()?;
         let (sequence, sv) = super::pin_for_scan(&db, None);
-        let same = Arc::ptr_eq(&sv, &self._pinned) && super::iter_pool::stamp(&sv) == self.stamp;
+        let same = super::iter_pool::reads_all_of(&self._pinned, self.stamp, &sv);
         if !same || self.inner.status().is_err() {
             let (merged, stamp) = super::sources(&db, &sv, refresh.prefix.as_deref())?;
             // The old sources drop before the version that holds their tables.

@@ -21,8 +21,8 @@
 //!
 //! An entry holds its super version, and with it the tables that version names: kept for a
 //! replaced version, it would keep replaced tables on disk. The pool is therefore emptied of
-//! stale entries where obsolete tables are purged ([`SourcePool::take_stale`]), and never holds
-//! more than [`CAPACITY`] entries.
+//! stale entries where obsolete tables are purged ([`SourcePool::release_stale`]), and never
+//! holds more than [`CAPACITY`] entries.
 
 use std::sync::{Arc, Mutex};
 
@@ -41,18 +41,17 @@ pub(super) fn stamp(sv: &SuperVersion) -> usize {
     sv.memtables().map(|m| m.runs()).sum()
 }
 
+/// True if a merged iterator built over `sv` at `stamp` reads every source `now` has: the
+/// same super version, whose memtables started no run since.
+pub(super) fn reads_all_of(sv: &Arc<SuperVersion>, stamp: usize, now: &Arc<SuperVersion>) -> bool {
+    Arc::ptr_eq(sv, now) && stamp == self::stamp(now)
+}
+
 /// A merged iterator over the sources of `sv` as they were at `stamp`.
 pub(super) struct Sources {
     pub(super) merged: Box<dyn InternalIterator>,
     pub(super) sv: Arc<SuperVersion>,
     pub(super) stamp: usize,
-}
-
-impl Sources {
-    /// True if the merged iterator reads every source `current` has now.
-    fn reads_all_of(&self, current: &Arc<SuperVersion>) -> bool {
-        Arc::ptr_eq(&self.sv, current) && self.stamp == stamp(current)
-    }
 }
 
 /// Merged iterators of dropped [`super::DbIterator`]s, ready for the next one.
@@ -79,9 +78,9 @@ impl SourcePool {
     /// pool has room; else drops them (after the lock is released).
     pub(super) fn give(&self, current: &ArcSwap<SuperVersion>, sources: Sources) {
         let mut slots = lock(&self.slots);
-        // Loaded under the lock: an install after this check is followed by a `take_stale`,
-        // which waits for the lock and then finds this entry.
-        if slots.len() < CAPACITY && sources.reads_all_of(&current.load()) {
+        // Loaded under the lock: an install after this check is followed by a
+        // `release_stale`, which waits for the lock and then finds this entry.
+        if slots.len() < CAPACITY && reads_all_of(&sources.sv, sources.stamp, &current.load()) {
             slots.push(sources);
             return;
         }
@@ -89,25 +88,26 @@ impl SourcePool {
         drop(sources);
     }
 
-    /// Removes the entries whose super version is no longer the current one (or whose
-    /// memtables have started runs since) and returns them, to be dropped by the caller before
-    /// it purges obsolete tables (dropping one only queues its tables, so the background loop
-    /// does it under the database mutex: whoever next finds the database idle finds them
-    /// queued).
-    #[must_use = "dropping the stale entries releases their tables"]
-    pub(super) fn take_stale(&self, current: &ArcSwap<SuperVersion>) -> Vec<Sources> {
-        let mut slots = lock(&self.slots);
-        let current = current.load_full();
-        let (keep, stale) = std::mem::take(&mut *slots)
-            .into_iter()
-            .partition(|s| s.reads_all_of(&current));
-        *slots = keep;
-        stale
+    /// Drops the entries whose super version is no longer the current one (or whose memtables
+    /// have started runs since), after the pool's lock is released. Dropping an entry only
+    /// queues the tables it alone held for the next purge, so this may run under the database
+    /// mutex; call it before purging.
+    pub(super) fn release_stale(&self, current: &ArcSwap<SuperVersion>) {
+        let stale: Vec<Sources> = {
+            let mut slots = lock(&self.slots);
+            let current = current.load_full();
+            let (keep, stale) = std::mem::take(&mut *slots)
+                .into_iter()
+                .partition(|s| reads_all_of(&s.sv, s.stamp, &current));
+            *slots = keep;
+            stale
+        };
+        drop(stale);
     }
 
-    /// Removes every entry (the database is closing).
-    #[must_use = "dropping the entries releases their tables"]
-    pub(super) fn take_all(&self) -> Vec<Sources> {
-        std::mem::take(&mut *lock(&self.slots))
+    /// Drops every entry (the database is closing).
+    pub(super) fn release_all(&self) {
+        let all = std::mem::take(&mut *lock(&self.slots));
+        drop(all);
     }
 }

@@ -708,7 +708,7 @@ impl Db {
         for t in lock(&self.threads).drain(..) {
             let _ = t.join();
         }
-        drop(inner.iter_pool.take_all());
+        inner.iter_pool.release_all();
         inner.obsolete.purge();
         let mut st = lock(&inner.state);
         // A manual compaction on another thread may be installing its edit.
@@ -807,12 +807,6 @@ impl DbInner {
         } else {
             Ok(())
         }
-    }
-
-    /// Drops the iterator sources kept for a super version that is no longer current, so
-    /// that a purge after this deletes the tables only they held. Call without the mutex.
-    fn release_stale_sources(&self) {
-        drop(self.iter_pool.take_stale(&self.super_version));
     }
 
     /// Publishes a new super version from the state. REQUIRES: state locked.
