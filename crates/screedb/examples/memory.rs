@@ -118,7 +118,7 @@ fn main() {
     let put = |mem: &MemTable, k: &[u8], v: &[u8]| {
         let mut s = seq.lock().unwrap_or_else(|e| e.into_inner());
         *s += 1;
-        mem.put(*s, ValueKind::Value, k, v, None);
+        mem.put(*s, ValueKind::Value, k, v, || None);
     };
     let value = [7u8; 100];
     let entry = 16 + 100 + 40;

@@ -25,8 +25,9 @@ impl SnapshotList {
     }
 
     /// A snapshot at the current value of `visible`, read under the list lock: a write leader
-    /// holding [`SnapshotList::hold`] while it inserts and publishes a group therefore sees
-    /// every snapshot that can read the state before its group.
+    /// that takes [`SnapshotList::hold`] before its first in-place overwrite and holds it until
+    /// it publishes its group therefore sees every snapshot that can read a version it
+    /// overwrites.
     pub(super) fn acquire_current(self: &Arc<Self>, visible: &AtomicU64) -> Snapshot {
         let mut live = lock(&self.live);
         let seq = visible.load(Ordering::Acquire);

@@ -7,6 +7,7 @@
 //! under the mutex it publishes the new sequence number and wakes the group. A failed WAL append or
 //! sync is sticky: the database refuses every later write.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -122,15 +123,26 @@ fn lead<'a>(
     let written = make_older_durable(inner, &older, sync_dir)
         .and_then(|()| append(inner, &mut wal, &group, &members, sync_any));
     if written.is_ok() && inner.options.memory == Memory::Flodb {
-        // Snapshots are taken under this lock, so none appears between reading the newest one
-        // and publishing the group: in-place overwrites never hide a version a snapshot reads.
-        let snapshots = inner.snapshots.hold();
-        let newest = snapshots.keys().next_back().copied();
-        put_buffered(&mem, &group, newest);
+        // The first put of the group that meets a buffered version of its key locks the
+        // snapshot list and reads the newest snapshot; the lock is held until the group is
+        // published. Snapshots are taken under it, so none appears between that read and the
+        // publish: in-place overwrites never hide a version a snapshot reads. A group that
+        // meets no buffered version (keys in order, most new keys) overwrites nothing in place
+        // and publishes without the lock: a snapshot taken meanwhile reads below the group.
+        let held = OnceCell::new();
+        let newest = || {
+            held.get_or_init(|| {
+                let list = inner.snapshots.hold();
+                let newest = list.keys().next_back().copied();
+                (list, newest)
+            })
+            .1
+        };
+        put_buffered(&mem, &group, &newest);
         if group.count() > 0 {
             inner.visible_sequence.store(last_seq, Ordering::Release);
         }
-        drop(snapshots);
+        drop(held);
         inner.drain_bell.ring();
     } else if written.is_ok() {
         mem.add_write_batch(&group);
@@ -245,9 +257,9 @@ fn append(
     Ok(())
 }
 
-/// Writes a committed batch through the memtable's membuffer, in sequence order. `newest` is
-/// the newest live snapshot, held fixed by the caller.
-fn put_buffered(mem: &MemTable, batch: &WriteBatch, newest: Option<SequenceNumber>) {
+/// Writes a committed batch through the memtable's membuffer, in sequence order. `newest`
+/// gives the newest live snapshot (see `MemTable::put`), held fixed by the caller once asked.
+fn put_buffered(mem: &MemTable, batch: &WriteBatch, newest: &impl Fn() -> Option<SequenceNumber>) {
     for (seq, op) in (batch.sequence()..).zip(batch.iter()) {
         match op {
             Ok(BatchOp::Put { key, value }) => mem.put(seq, ValueKind::Value, key, value, newest),

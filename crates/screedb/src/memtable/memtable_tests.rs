@@ -67,7 +67,7 @@ fn puts_without_room_in_the_membuffer_are_counted() {
     let icmp = InternalKeyComparator::new(default_comparator());
     let m = MemTable::with_membuffer(icmp, 100, 2); // one bucket of two entries
     for (seq, k) in [(1, b"a"), (2, b"b"), (3, b"c"), (4, b"a")] {
-        m.put(seq, ValueKind::Value, k, b"v", None);
+        m.put(seq, ValueKind::Value, k, b"v", || None);
     }
     // "c" found the bucket full; "a" again replaced its slot.
     assert_eq!(m.membuffer_fallbacks(), 1);
@@ -103,7 +103,7 @@ fn a_membuffer_cut_into_key_ranges_keeps_every_write() {
     let mut cursor = 0;
     for seq in 1..=20_000u64 {
         let (k, v) = (key(seq % 7000), seq.to_le_bytes());
-        m.put(seq, ValueKind::Value, &k, &v, None);
+        m.put(seq, ValueKind::Value, &k, &v, || None);
         latest.insert(k, v.to_vec());
         if seq % 500 == 0 {
             m.drain_some(&mut cursor);
@@ -150,7 +150,7 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
             ValueKind::Value,
             &key(10_000 + seq * 319 % 400),
             b"v",
-            None,
+            || None,
         );
     }
     assert_eq!(first.membuffer_appended_puts(), 0);
@@ -165,7 +165,7 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
             .membuffer_by_range()
     );
     for seq in 1..=2000 {
-        second.put(seq, ValueKind::Value, &key(20_000 + seq), b"v", None);
+        second.put(seq, ValueKind::Value, &key(20_000 + seq), b"v", || None);
     }
     second.drain(u64::MAX >> 8); // the sample comes from the skiplist
     second.sample_for_successor();
@@ -180,7 +180,7 @@ fn ranges_that_missed_the_keys_give_the_next_memtable_hash_neighbourhoods() {
 fn a_scan_pauses_the_membuffer_for_new_keys_until_the_pause_runs_out() {
     let icmp = InternalKeyComparator::new(default_comparator());
     let m = Arc::new(MemTable::with_membuffer(icmp, 1 << 10, 8));
-    m.put(1, ValueKind::Value, b"a", b"1", None);
+    m.put(1, ValueKind::Value, b"a", b"1", || None);
     assert_eq!(m.buffered_len(), 1);
     // An iterator drains everything and pauses admission for one put per bucket.
     assert_eq!(m.drain_for_scan(MAX_SEQUENCE), 1);
@@ -192,7 +192,7 @@ fn a_scan_pauses_the_membuffer_for_new_keys_until_the_pause_runs_out() {
             ValueKind::Value,
             format!("k{seq}").as_bytes(),
             b"v",
-            None,
+            || None,
         );
     }
     assert_eq!(
@@ -202,11 +202,11 @@ fn a_scan_pauses_the_membuffer_for_new_keys_until_the_pause_runs_out() {
     // The pause is over: new keys are buffered again, and a key buffered during a pause is
     // overwritten in place rather than left behind a newer skiplist version.
     let next = 2 + pause as u64;
-    m.put(next, ValueKind::Value, b"a", b"2", None);
+    m.put(next, ValueKind::Value, b"a", b"2", || None);
     assert_eq!(m.buffered_len(), 1);
     m.drain_for_scan(0); // nothing at or below sequence 0: only the pause
-    m.put(next + 1, ValueKind::Value, b"a", b"3", None);
-    m.put(next + 2, ValueKind::Value, b"b", b"4", None);
+    m.put(next + 1, ValueKind::Value, b"a", b"3", || None);
+    m.put(next + 2, ValueKind::Value, b"b", b"4", || None);
     assert_eq!(m.buffered_len(), 1);
     assert_eq!(m.membuffer_paused_puts(), pause as u64 + 1);
     assert_eq!(
@@ -504,7 +504,7 @@ fn keys_in_order_skip_the_membuffer_and_reads_stay_right() {
         } else {
             Vec::new()
         };
-        m.put(seq, kind, &key(i), &value, snapshot);
+        m.put(seq, kind, &key(i), &value, || snapshot);
         model.insert((key(i), std::cmp::Reverse(seq)), (kind, value));
         seq
     };

@@ -300,9 +300,10 @@ impl MemTable {
     /// admission, [`MemTable::drain_for_scan`]), else into the skiplist. A key above every key
     /// put before, after a streak of such puts, goes straight to the skiplist (`ascending.rs`).
     /// A buffered older version of the key is overwritten in place only if no snapshot can
-    /// read it:
-    /// `newest_snapshot` is the largest live snapshot sequence (or `None`), and the old version
-    /// is kept (moved to the skiplist first) when it is at or below it.
+    /// read it: `newest_snapshot` gives the largest live snapshot sequence (or `None`), and the
+    /// old version is kept (moved to the skiplist first) when it is at or below it. It is
+    /// called only when the put meets a buffered version of its key, so a caller may take the
+    /// snapshot list's lock there, lazily (`db/write.rs`).
     ///
     /// REQUIRES: calls serialized, each `seq` larger than every earlier one; as for `add`.
     pub fn put(
@@ -311,7 +312,7 @@ impl MemTable {
         kind: ValueKind,
         user_key: &[u8],
         value: &[u8],
-        newest_snapshot: Option<SequenceNumber>,
+        newest_snapshot: impl Fn() -> Option<SequenceNumber>,
     ) {
         let Some(buffer) = &self.buffer else {
             self.add(seq, kind, user_key, value);
@@ -328,7 +329,7 @@ impl MemTable {
             self.runs.seal_if_full();
             return;
         }
-        let may_drop = |old: SequenceNumber| newest_snapshot.is_none_or(|s| old > s);
+        let may_drop = |old: SequenceNumber| newest_snapshot().is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
             self.insert_sorted(&[entry_ref(&old)], Search::Finger);
         };

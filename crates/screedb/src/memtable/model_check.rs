@@ -3,9 +3,10 @@
 //! `docs/memory.md`, "Model check").
 //!
 //! A 2-neighbourhood membuffer of 2 entries per bucket, two writers serialized by a leader
-//! mutex that hands out sequence numbers (as the write leader does), a drainer, a reader of the
-//! latest state and a snapshot reader, on three keys of which two share a neighbourhood and one
-//! is hot. One of the drains pauses admission first, as an iterator's does, so writes also go
+//! mutex that hands out sequence numbers (as the write leader does, locking the snapshot list
+//! only when a put meets a buffered version of its key and holding it until it publishes), a
+//! drainer, a reader of the latest state and a snapshot reader, on three keys of which two share
+//! a neighbourhood and one is hot. One of the drains pauses admission first, as an iterator's does, so writes also go
 //! past the buffer for keys it does not hold and come back to it when the pause runs out. The
 //! skiplist is modelled by a mutex-guarded ordered map receiving what a drain hands over
 //! (duplicates skipped, as `SkipList::insert_sorted` does); its own concurrency (one inserting
@@ -19,10 +20,12 @@
 //! - at the end every key's newest version is readable, no version appears that was never
 //!   written, and the entry and byte counts return to zero (nothing counted twice).
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use shuttle::sync::Mutex;
+use shuttle::sync::atomic::{AtomicU64, Ordering};
 use shuttle::thread;
 
 use super::bucket::BufferedEntry;
@@ -55,11 +58,10 @@ impl List {
     }
 }
 
-/// The leader's state: next sequence number, live snapshots, every write made.
+/// The leader's state: the last sequence number handed out, every write made.
 #[derive(Default)]
 struct Leader {
     last: SequenceNumber,
-    snapshots: Vec<SequenceNumber>,
     written: Vec<(Vec<u8>, SequenceNumber, Vec<u8>)>,
 }
 
@@ -67,17 +69,30 @@ struct World {
     buffer: Membuffer,
     list: Mutex<List>,
     leader: Mutex<Leader>,
+    /// The live snapshots (`SnapshotList`); a snapshot reads `visible` under this lock.
+    snapshots: Mutex<Vec<SequenceNumber>>,
+    /// The last published sequence number (`visible_sequence`).
+    visible: AtomicU64,
 }
 
 impl World {
     /// One write, as the leader does it: next sequence, membuffer put (in place only if no
-    /// snapshot can read the old version), else the skiplist.
+    /// snapshot can read the old version), else the skiplist; then the publish. The snapshot
+    /// list is locked only if the put meets a buffered version, and held until the publish.
     fn write(&self, key: &[u8], value: &[u8]) {
         let mut leader = self.leader.lock().unwrap();
         leader.last += 1;
         let seq = leader.last;
-        let newest = leader.snapshots.iter().max().copied();
-        let may_drop = |old: SequenceNumber| newest.is_none_or(|s| old > s);
+        let held = OnceCell::new();
+        let newest = || {
+            held.get_or_init(|| {
+                let live = self.snapshots.lock().unwrap();
+                let newest = live.iter().max().copied();
+                (live, newest)
+            })
+            .1
+        };
+        let may_drop = |old: SequenceNumber| newest().is_none_or(|s| old > s);
         let keep = |old: BufferedEntry<'_>| {
             self.list
                 .lock()
@@ -91,6 +106,8 @@ impl World {
             self.list.lock().unwrap().insert(key, seq, value);
         }
         leader.written.push((key.to_vec(), seq, value.to_vec()));
+        self.visible.store(seq, Ordering::SeqCst);
+        drop(held);
         // Under the leader lock no other write can come between: the latest read must find this
         // one (a buffered older version in front of a newer skiplist one would fail here).
         assert_eq!(
@@ -145,6 +162,8 @@ fn scenario() {
         buffer,
         list: Mutex::new(List::default()),
         leader: Mutex::new(Leader::default()),
+        snapshots: Mutex::new(Vec::new()),
+        visible: AtomicU64::new(0),
     });
     let mut threads = Vec::new();
     for w in 0..2u8 {
@@ -189,23 +208,27 @@ fn scenario() {
     }));
     let snap = Arc::clone(&world);
     threads.push(thread::spawn(move || {
-        let (s, expected) = {
-            let mut leader = snap.leader.lock().unwrap();
-            let s = leader.last;
-            leader.snapshots.push(s);
-            let expected = leader
-                .written
-                .iter()
-                .filter(|(k, seq, _)| k == KEYS[0] && *seq <= s)
-                .map(|(_, _, v)| v.clone())
-                .next_back();
-            (s, expected)
+        let s = {
+            let mut live = snap.snapshots.lock().unwrap();
+            let s = snap.visible.load(Ordering::SeqCst);
+            live.push(s);
+            s
         };
+        // Every write at or below `s` was recorded before it was published.
+        let expected = snap
+            .leader
+            .lock()
+            .unwrap()
+            .written
+            .iter()
+            .filter(|(k, seq, _)| k == KEYS[0] && *seq <= s)
+            .map(|(_, _, v)| v.clone())
+            .next_back();
         for _ in 0..2 {
             assert_eq!(snap.get_at(KEYS[0], s), expected, "snapshot {s} read");
             thread::yield_now();
         }
-        snap.leader.lock().unwrap().snapshots.clear();
+        snap.snapshots.lock().unwrap().clear();
     }));
     for t in threads {
         t.join().unwrap();

@@ -180,7 +180,7 @@ fn keeps_every_write_under_a_concurrent_drain(key: impl Fn(u64) -> Vec<u8>) -> A
         // Every 50th write holds a snapshot just below itself, so the key's buffered older
         // version moves to the skiplist, perhaps while a drain is copying it.
         let snapshot = (seq % 50 == 0).then(|| seq - 1);
-        m.put(seq, ValueKind::Value, &k, &seq.to_le_bytes(), snapshot);
+        m.put(seq, ValueKind::Value, &k, &seq.to_le_bytes(), || snapshot);
         assert_eq!(m.get_latest(&k).map(|(s, _)| s), Some(seq), "key {k:?}");
         if let Some(old) = newest.insert(k.clone(), seq)
             && snapshot.is_some()
