@@ -217,9 +217,17 @@ impl DbIterator {
     pub fn seek(&mut self, target: &[u8]) {
         self.direction = Direction::Forward;
         self.saved_value.clear();
+        // The seek's internal key is built in `saved_key`'s buffer (no allocation per seek);
+        // the buffer is cleared again before anything reads it as a user key.
         self.saved_key.clear();
-        let ikey = key::make_internal_key(target, self.sequence, ValueKind::FOR_SEEK);
-        self.inner.seek(&ikey);
+        key::append_internal_key(
+            &mut self.saved_key,
+            target,
+            self.sequence,
+            ValueKind::FOR_SEEK,
+        );
+        self.inner.seek(&self.saved_key);
+        self.saved_key.clear();
         if let Some(db) = &self.seek_counting
             && let Some(db) = db.upgrade()
         {
