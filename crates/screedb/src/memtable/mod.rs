@@ -213,7 +213,7 @@ impl MemTable {
                 return Vec::new();
             }
             (1..parts)
-                .map(|i| sample[i * sample.len() / parts].clone())
+                .map(|i| sample[i * sample.len() / parts].to_vec())
                 .collect()
         });
     }

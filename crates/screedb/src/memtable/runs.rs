@@ -202,9 +202,9 @@ impl Runs {
 
     /// The distinct user keys of a sample of about `n` entries or more spread over every
     /// run, ascending ([`SkipList::sample_user_keys`] of each run, its share of `n`).
-    pub(super) fn sample_user_keys(&self, n: usize) -> Vec<Vec<u8>> {
+    pub(super) fn sample_user_keys(&self, n: usize) -> Vec<&[u8]> {
         let runs = self.all().count();
-        let mut keys: Vec<Vec<u8>> = self
+        let mut keys: Vec<&[u8]> = self
             .all()
             .flat_map(|r| r.list.sample_user_keys(n.div_ceil(runs)))
             .collect();

@@ -802,19 +802,22 @@ impl SkipList {
     /// The distinct user keys of about `n` to `BRANCHING * n` nodes evenly spread over the
     /// list, ascending (of every node in a list of fewer than `n`; fewer keys where keys have
     /// many versions): the nodes of the highest level expected to hold at least `n`, so it
-    /// walks only them. Safe to call while a writer inserts.
-    pub(crate) fn sample_user_keys(&self, n: usize) -> Vec<Vec<u8>> {
+    /// walks only them. Safe to call while a writer inserts. The keys are borrowed from the
+    /// list: a caller keeps a few of tens of thousands, and copying each cost more than the
+    /// walk (a successor's sample was 4% of a key-order load's samples, nearly all in `malloc`
+    /// and the page faults of fresh heap).
+    pub(crate) fn sample_user_keys(&self, n: usize) -> Vec<&[u8]> {
         let (mut level, mut expected) = (0, self.len());
         while level + 1 < MAX_HEIGHT && expected / BRANCHING as usize >= n.max(1) {
             level += 1;
             expected /= BRANCHING as usize;
         }
-        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(expected + expected / 2);
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(expected + expected / 2);
         let mut x = self.head().next(level);
         while let Some(node) = x {
             let user = &node.key()[..node.key().len().saturating_sub(TRAILER_LEN)];
-            if keys.last().is_none_or(|last| last.as_slice() != user) {
-                keys.push(user.to_vec());
+            if keys.last().is_none_or(|&last| last != user) {
+                keys.push(user);
             }
             x = node.next(level);
         }
