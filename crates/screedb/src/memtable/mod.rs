@@ -200,9 +200,9 @@ impl MemTable {
     /// Samples this memtable's keys for its successor's neighbourhoods
     /// ([`MemTable::with_neighbourhoods_from`]), once; later calls do nothing. A walk of one of
     /// the skiplist's upper levels, [`SAMPLE_PER_HOOD`] keys for each of the most
-    /// neighbourhoods a membuffer has, or up to four times as many: 20-60 ms for memtables of
-    /// 64 MiB to 1 GiB, so the drain thread calls it (once the memtable is half full), never
-    /// the writer at the switch.
+    /// neighbourhoods a membuffer has, or up to four times as many (20-60 ms for memtables of
+    /// 64 MiB to 1 GiB when every sampled key was copied; now only the kept ones are), so the
+    /// drain thread calls it (once the memtable is half full), never the writer at the switch.
     pub fn sample_for_successor(&self) {
         self.successor_sample.get_or_init(|| {
             let parts = membuffer::MAX_NEIGHBOURHOODS;
