@@ -234,8 +234,9 @@ pub struct Options {
     /// RocksDB: `max_background_jobs`.
     pub max_background_jobs: usize,
     /// The nice value, 0..=19, that the database's background threads (flushes, compactions
-    /// and their helpers, FloDB's drain) add to the one they start with: they then run at a
-    /// lower CPU priority than the application's threads. When the cores are oversubscribed,
+    /// and their helpers) add to the one they start with: they then run at a lower CPU
+    /// priority than the application's threads. (FloDB's drain thread always runs at the
+    /// lowest priority, nice 19: docs/memory.md, "The drain thread's priority".) When the cores are oversubscribed,
     /// reads and writes run before background work, which a growing level 0 still paces
     /// through write stalls: a lower read tail while writing, for fewer writes per second
     /// (docs/design.md, "Background work and compaction"). Linux only; elsewhere it is

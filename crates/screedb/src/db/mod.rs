@@ -295,10 +295,10 @@ impl std::fmt::Debug for Db {
     }
 }
 
-/// Lowers the calling background thread's CPU priority by `Options::background_nice`; a
-/// failure only costs the priority, so it is logged and the thread goes on.
-fn lower_priority(inner: &DbInner) {
-    let by = inner.options.background_nice;
+/// Lowers the calling background thread's CPU priority by `by` (`Options::background_nice`
+/// for flushes and compactions, [`drain::NICE`] for FloDB's drain); a failure only costs the
+/// priority, so it is logged and the thread goes on.
+fn lower_priority(inner: &DbInner, by: i32) {
     if let Err(e) = thread_priority::lower_this_thread(by) {
         info!(
             inner.info_log,
@@ -317,7 +317,7 @@ impl Db {
             let handle = std::thread::Builder::new()
                 .name(format!("screedb-bg-{i}"))
                 .spawn(move || {
-                    lower_priority(&worker);
+                    lower_priority(&worker, worker.options.background_nice);
                     background::run(&worker)
                 })
                 .map_err(|e| Error::io("spawn background thread", &inner.dir, e))?;
@@ -328,7 +328,7 @@ impl Db {
             let handle = std::thread::Builder::new()
                 .name("screedb-drain".to_string())
                 .spawn(move || {
-                    lower_priority(&worker);
+                    lower_priority(&worker, drain::NICE);
                     drain::run(&worker)
                 })
                 .map_err(|e| Error::io("spawn drain thread", &inner.dir, e))?;
