@@ -122,7 +122,7 @@ type Measure = (
     fn(f64) -> String,
 );
 
-const MEASURES: [Measure; 9] = [
+const MEASURES: [Measure; 10] = [
     ("ops/s", |r| Some(r.ops_per_sec()), |v| format!("{v:.0}")),
     (
         "bg writes/s",
@@ -143,6 +143,11 @@ const MEASURES: [Measure; 9] = [
         |v| format!("{v:.2}"),
     ),
     ("cpu s", |r| r.cpu_seconds, |v| format!("{v:.2}")),
+    (
+        "op cpu µs",
+        |r| r.cpu_micros_per_op(),
+        |v| format!("{v:.3}"),
+    ),
     (
         "disk",
         |r| Some(r.disk_bytes as f64),

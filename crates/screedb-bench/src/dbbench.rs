@@ -17,6 +17,7 @@ use crate::distribution::KeyChooser;
 use crate::engine::Op;
 use crate::keys::{Rng, ValueGen, make_key};
 use crate::progress::{Meter, Progress};
+use crate::sysinfo::ThreadCpu;
 use crate::workload::{Benchmark, Outcome, Shape, Target};
 
 /// Runs the operations of db_bench workload `b` (not a YCSB one, not stats).
@@ -94,6 +95,7 @@ pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outc
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
+        total.add_op_cpu(o.op_cpu_seconds);
     }
     if background {
         total.background_writes = Some(writer_ops.load(Ordering::Relaxed));
@@ -109,6 +111,7 @@ fn one_thread(
     rng: &mut Rng,
     progress: &Progress,
 ) -> Result<Outcome> {
+    let cpu = ThreadCpu::start();
     let mut out = Outcome::default();
     let mut meter = progress.meter();
     match b {
@@ -147,6 +150,7 @@ fn one_thread(
         }
     }
     (out.ops, out.latency) = meter.finish();
+    out.op_cpu_seconds = cpu.seconds();
     Ok(out)
 }
 

@@ -128,6 +128,8 @@ pub fn io_table(results: &[PhaseResult]) -> String {
                 opt_ratio(settled.and_then(|s| s.engine_wa)),
                 r.cpu_seconds
                     .map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+                r.cpu_micros_per_op()
+                    .map_or_else(|| "-".into(), |c| format!("{c:.3}")),
                 r.peak_rss.map_or_else(|| "-".into(), format_bytes),
                 r.peak_anon_rss.map_or_else(|| "-".into(), format_bytes),
                 format_bytes(r.disk_bytes),
@@ -148,6 +150,7 @@ pub fn io_table(results: &[PhaseResult]) -> String {
             "WA proc settled",
             "WA engine settled",
             "cpu s",
+            "op cpu µs",
             "peak RSS",
             "peak anon",
             "disk",
@@ -279,6 +282,7 @@ pub fn to_json(config: &[(&str, String)], engine: &str, results: &[PhaseResult])
             ("space_amp_sampled_max", json_num(r.space_amp_sampled_max())),
             ("space_samples", r.space_samples.len().to_string()),
             ("cpu_seconds", json_num(r.cpu_seconds)),
+            ("op_cpu_seconds", json_num(r.op_cpu_seconds)),
             (
                 "cpu_seconds_settled",
                 json_num(settled.and_then(|s| s.cpu_seconds)),

@@ -149,15 +149,14 @@ fn fadvise_dontneed(_file: &std::fs::File) -> std::io::Result<()> {
     ))
 }
 
-/// CPU seconds (user + system) the whole process used so far, all threads included (the
-/// engine's background threads too), from `getrusage(RUSAGE_SELF)`.
+/// User + system CPU seconds `getrusage(who)` reports.
 #[cfg(unix)]
-pub fn cpu_seconds() -> Option<f64> {
+fn rusage_cpu_seconds(who: libc::c_int) -> Option<f64> {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::uninit();
     // SAFETY: `getrusage` writes a whole `rusage` into the pointer it is given, which points at
     // enough space; we read it only when the call reports success.
     let ru = unsafe {
-        if libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) != 0 {
+        if libc::getrusage(who, ru.as_mut_ptr()) != 0 {
             return None;
         }
         ru.assume_init()
@@ -166,10 +165,50 @@ pub fn cpu_seconds() -> Option<f64> {
     Some(secs(ru.ru_utime) + secs(ru.ru_stime))
 }
 
+/// CPU seconds (user + system) the whole process used so far, all threads included (the
+/// engine's background threads too), from `getrusage(RUSAGE_SELF)`.
+#[cfg(unix)]
+pub fn cpu_seconds() -> Option<f64> {
+    rusage_cpu_seconds(libc::RUSAGE_SELF)
+}
+
 /// CPU seconds are unknown off Unix.
 #[cfg(not(unix))]
 pub fn cpu_seconds() -> Option<f64> {
     None
+}
+
+/// CPU seconds (user + system) the calling thread used so far, from
+/// `getrusage(RUSAGE_THREAD)`: what one benchmark thread's operations cost, without the time
+/// it waited for a core (which wall time counts when other threads or processes share them).
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_seconds() -> Option<f64> {
+    rusage_cpu_seconds(libc::RUSAGE_THREAD)
+}
+
+/// A thread's CPU time is unknown off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_seconds() -> Option<f64> {
+    None
+}
+
+/// Measures the CPU time of the thread that calls [`ThreadCpu::start`] until it calls
+/// [`ThreadCpu::seconds`].
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadCpu(Option<f64>);
+
+impl ThreadCpu {
+    /// Starts measuring the calling thread.
+    pub fn start() -> Self {
+        ThreadCpu(thread_cpu_seconds())
+    }
+
+    /// CPU seconds the calling thread (the one that started this) used since the start.
+    pub fn seconds(self) -> Option<f64> {
+        thread_cpu_seconds()
+            .zip(self.0)
+            .map(|(end, start)| end - start)
+    }
 }
 
 /// Resets the process's peak resident set size to the current one (Linux: writes `5` to

@@ -235,6 +235,16 @@ pub struct Outcome {
     pub background_writes: Option<u64>,
     /// Per operation kind (YCSB).
     pub per_op: Vec<OpStats>,
+    /// CPU seconds the threads that made the operations used while making them (not a
+    /// background writer's, not the engine's own threads); `None` where unknown.
+    pub op_cpu_seconds: Option<f64>,
+}
+
+impl Outcome {
+    /// Adds `other`'s operation-thread CPU seconds to this one's (unknown if either is).
+    pub fn add_op_cpu(&mut self, other: Option<f64>) {
+        self.op_cpu_seconds = self.op_cpu_seconds.zip(other).map(|(a, b)| a + b);
+    }
 }
 
 /// What one workload measured.
@@ -264,6 +274,8 @@ pub struct PhaseResult {
     pub io: Option<IoCounters>,
     /// CPU seconds (user + system, every thread of the process) during the operations.
     pub cpu_seconds: Option<f64>,
+    /// CPU seconds of the threads that made the operations (`Outcome::op_cpu_seconds`).
+    pub op_cpu_seconds: Option<f64>,
     /// Peak resident set size during the workload (since the process started where it cannot
     /// be reset), mapped file pages included.
     pub peak_rss: Option<u64>,
@@ -292,6 +304,12 @@ impl PhaseResult {
     /// Microseconds per operation (wall time; db_bench divides by ops too, per thread).
     pub fn micros_per_op(&self) -> f64 {
         self.elapsed.as_secs_f64() * 1e6 / (self.ops.max(1) as f64)
+    }
+
+    /// CPU microseconds the operation threads spent per operation (see `op_cpu_seconds`).
+    pub fn cpu_micros_per_op(&self) -> Option<f64> {
+        self.op_cpu_seconds
+            .map(|c| c * 1e6 / (self.ops.max(1) as f64))
     }
 
     /// Megabytes (2^20) of keys and values per second.
@@ -414,6 +432,7 @@ pub fn run_phase(
         per_op: out.per_op,
         io: io_end.zip(io_start).map(|(e, s)| e.since(&s)),
         cpu_seconds: cpu_end.zip(cpu_start).map(|(e, s)| e - s),
+        op_cpu_seconds: out.op_cpu_seconds,
         peak_rss: peak_rss(),
         peak_anon_rss: anon.and_then(AnonPeak::finish),
         engine_wa,
@@ -468,6 +487,12 @@ mod tests {
             space_sample: None,
         };
         let fill = run_phase(Benchmark::FillSeq, target, &shape, 11, true).unwrap();
+        // The writer's own CPU time is measured where the platform tells it, and is at most
+        // the whole process's.
+        if cfg!(target_os = "linux") {
+            let (op, all) = (fill.op_cpu_seconds.unwrap(), fill.cpu_seconds.unwrap());
+            assert!(op >= 0.0 && op <= all + 0.01, "{op} of {all} CPU seconds");
+        }
         let mut key = Vec::new();
         let mut lengths = std::collections::BTreeSet::new();
         let mut total = 0;

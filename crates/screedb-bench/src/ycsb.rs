@@ -26,6 +26,7 @@ use crate::distribution::{Latest, ScrambledZipfian, fnv_hash64};
 use crate::histogram::Histogram;
 use crate::keys::{Rng, ValueGen, ValueLengths};
 use crate::progress::{Meter, Progress};
+use crate::sysinfo::ThreadCpu;
 use crate::workload::{Benchmark, OpStats, Outcome, PhaseResult, Shape, Target};
 
 /// Bytes of a YCSB key: `user` and 19 digits.
@@ -136,13 +137,16 @@ pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outc
                 let share = total / threads + u64::from(i < total % threads);
                 let first = i * (total / threads) + i.min(total % threads);
                 s.spawn(move || {
+                    let cpu = ThreadCpu::start();
                     let mut rng = Rng::new(seed ^ (i + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
                     let mut th = Thread::new(t, shape, &mut rng, progress);
                     match mixture {
                         None => th.load(first, share)?,
                         Some(m) => th.transactions(m, share, zipf, inserts)?,
                     }
-                    Ok::<_, Error>(th.finish())
+                    let (mut out, kinds) = th.finish();
+                    out.op_cpu_seconds = cpu.seconds();
+                    Ok::<_, Error>((out, kinds))
                 })
             })
             .collect();
@@ -155,13 +159,17 @@ pub fn run(b: Benchmark, t: Target<'_>, shape: &Shape, seed: u64) -> Result<Outc
             .collect::<Result<Vec<_>>>()
     })?;
     progress.finish();
-    let mut total_out = Outcome::default();
+    let mut total_out = Outcome {
+        op_cpu_seconds: Some(0.0),
+        ..Outcome::default()
+    };
     let mut per_kind: Vec<(Histogram, u64)> = vec![(Histogram::default(), 0); KINDS.len()];
     for (o, kinds) in outs {
         total_out.ops += o.ops;
         total_out.latency.merge(&o.latency);
         total_out.bytes += o.bytes;
         total_out.user_bytes_written += o.user_bytes_written;
+        total_out.add_op_cpu(o.op_cpu_seconds);
         for (acc, (h, nf)) in per_kind.iter_mut().zip(kinds) {
             acc.0.merge(&h);
             acc.1 += nf;
