@@ -287,8 +287,8 @@ write / user write; WA engine = the engine's own count of bytes written / user b
 docs/benchmarks.md); \"settled\" columns include the wait for background work after the
 workload; cpu s: user + system CPU seconds of the whole process (background threads too) during
 the operations; op cpu µs: CPU microseconds per operation of the threads that made them alone
-(not the engine's threads, not a background writer's; Linux): steadier than wall time on a
-shared machine, since time the thread waits for a core is not counted; peak RSS: the process's peak resident memory during the workload, pages of
+(not the engine's threads, not a background writer's; Linux), which leaves out the time they
+waited for a core; peak RSS: the process's peak resident memory during the workload, pages of
 mapped files included; peak anon: the peak of its anonymous memory (heap, stacks), sampled every
 20 ms while the workload runs and settles; disk: blocks the database's files occupy; space amp =
 disk / bytes of live keys and values.
