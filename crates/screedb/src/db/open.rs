@@ -190,14 +190,16 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 first_in_log = false;
                 next_seq = Some(batch.sequence() + u64::from(batch.count()));
                 max_seq = max_seq.max(batch.sequence() + u64::from(batch.count()) - 1);
-                let follows = pending.sequence() + u64::from(pending.count()) == batch.sequence();
+                if pending.count() > 0
+                    && pending.sequence() + u64::from(pending.count()) != batch.sequence()
+                {
+                    // Not the next sequence: what is gathered goes in first.
+                    replay(&mut pending, &mut mem, &ctx, &options, &mut new_files)?;
+                }
                 if pending.count() == 0 {
                     pending = batch;
-                } else if follows {
-                    pending.append(&batch);
                 } else {
-                    replay(&mut pending, &mut mem, &ctx, &options, &mut new_files)?;
-                    pending = batch;
+                    pending.append(&batch);
                 }
             }
             if pending.count() >= REPLAY_CHUNK {
