@@ -173,6 +173,11 @@ pub struct BenchArgs {
     /// around every fault, so device bytes per get are best measured with `false`.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub mmap_reads: Option<bool>,
+    /// ScreeDB: map each table a flush or compaction writes into memory as it opens
+    /// (`Options::populate_new_tables`). Default: the engine's own (true). Other engines
+    /// ignore it.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub populate_new_tables: Option<bool>,
     /// Start the write-back of table files every this many bytes as they are written
     /// (ScreeDB's `Options::bytes_per_sync`, RocksDB's `bytes_per_sync`; 0: at their sync only).
     /// Default: each engine's own (ScreeDB 1 MiB, RocksDB 0). LevelDB and fjall ignore it.
@@ -450,6 +455,11 @@ fn config_of(args: &BenchArgs, shape: &Shape, dir: &str) -> Vec<(&'static str, S
                 .map_or_else(|| "the engine's default".into(), |m| m.to_string()),
         ),
         (
+            "populate_new_tables",
+            args.populate_new_tables
+                .map_or_else(|| "the engine's default".into(), |p| p.to_string()),
+        ),
+        (
             "bytes_per_sync",
             args.bytes_per_sync
                 .map_or_else(|| "the engine's default".into(), |n| n.to_string()),
@@ -488,6 +498,7 @@ pub fn run(args: BenchArgs) -> Result<BenchReport> {
         jungle_node_bytes: args.jungle_node_bytes,
         jungle_prune_guards: args.jungle_prune_guards,
         mmap_reads: args.mmap_reads,
+        populate_new_tables: args.populate_new_tables,
         bytes_per_sync: args.bytes_per_sync,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         prefix_bloom_len: args.prefix_bloom_len,

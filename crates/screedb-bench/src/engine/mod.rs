@@ -82,6 +82,8 @@ pub struct EngineConfig {
     pub jungle_prune_guards: Option<bool>,
     /// Read tables through memory maps (`None`: the engine's default); ScreeDB and RocksDB.
     pub mmap_reads: Option<bool>,
+    /// ScreeDB: `Options::populate_new_tables` (`None`: the engine's default).
+    pub populate_new_tables: Option<bool>,
     /// Table write-back step in bytes (`None`: the engine's default); ScreeDB and RocksDB.
     pub bytes_per_sync: Option<u64>,
     /// RocksDB: index and filter blocks in the block cache rather than the heap.
@@ -121,6 +123,7 @@ impl EngineConfig {
             jungle_node_bytes: None,
             jungle_prune_guards: None,
             mmap_reads: None,
+            populate_new_tables: None,
             bytes_per_sync: None,
             cache_index_and_filter_blocks: false,
             prefix_bloom_len: 0,

@@ -62,6 +62,9 @@ impl ScreeDbEngine {
         if let Some(mmap) = config.mmap_reads {
             options.mmap_reads = mmap;
         }
+        if let Some(populate) = config.populate_new_tables {
+            options.populate_new_tables = populate;
+        }
         if let Some(bytes) = config.bytes_per_sync {
             options.bytes_per_sync = bytes;
         }

@@ -52,6 +52,9 @@ pub struct JobContext<'a> {
     /// When set (the database is closing), a merge stops early with [`Error::Closed`]; its
     /// unfinished outputs are named by no edit and removed at the next open. Flushes ignore it.
     pub cancel: Option<&'a AtomicBool>,
+    /// Open each table written with its pages mapped in (`Options::populate_new_tables`,
+    /// decided per job: see [`TableCache::get_written`]).
+    pub populate_new_tables: bool,
 }
 
 /// Entries a merge writes between two looks at [`JobContext::cancel`].
@@ -307,9 +310,10 @@ fn write_tables(
         }
         // Open every new table once, as LevelDB does: a table that cannot be read back
         // (footer, index or filter) fails the job before an edit names it, and the first reads
-        // after the install find it open instead of loading its index and filter themselves.
+        // after the install find it open instead of loading its index and filter themselves
+        // (and, populated, take no page fault in it).
         for meta in &outputs {
-            ctx.tables.get(meta)?;
+            ctx.tables.get_written(meta, ctx.populate_new_tables)?;
         }
         Ok(outputs)
     })

@@ -79,6 +79,7 @@ impl Tables {
             snapshots: &[],
             new_file_number: &new_file_number,
             cancel: None,
+            populate_new_tables: false,
         };
         job::merge(&ctx, v, spec).unwrap()
     }

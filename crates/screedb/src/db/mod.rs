@@ -15,6 +15,7 @@ mod edit;
 mod iter;
 mod iter_pool;
 mod open;
+mod physical_memory;
 mod read;
 mod snapshot;
 mod stats;
@@ -277,6 +278,9 @@ pub(crate) struct DbInner {
     drain_bell: drain::DrainBell,
     /// The epoch of the write pacing clock (`write_rate.rs`).
     opened_at: std::time::Instant,
+    /// Jobs populate their new tables while the store's tables hold at most this many bytes
+    /// (half the physical memory with `Options::populate_new_tables`; 0: never).
+    populate_limit: u64,
     info_log: InfoLogger,
     _lock: Box<dyn FileLock>,
 }

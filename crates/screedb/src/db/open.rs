@@ -147,6 +147,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: &[],
         new_file_number: &alloc,
         cancel: None,
+        populate_new_tables: false,
     };
     let mut mem = Arc::new(MemTable::new(icmp.clone()));
     let mut new_files: Vec<FileMeta> = Vec::new();
@@ -324,6 +325,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         shutting_down: AtomicBool::new(false),
         drain_bell: super::drain::DrainBell::default(),
         opened_at: std::time::Instant::now(),
+        populate_limit: if options.populate_new_tables && options.mmap_reads {
+            super::physical_memory::physical_memory_bytes() / 2
+        } else {
+            0
+        },
         info_log,
         _lock: lock,
         options,

@@ -39,6 +39,9 @@ use crate::error::{Error, Result};
 pub use fault::{FaultFs, FaultKind, FaultStats};
 pub use mem::MemFs;
 pub use os::OsFs;
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+pub(crate) use os::mapped_resident_bytes;
 pub use write_back::write_back_every;
 
 /// A file opened for appending. Dropping it closes it without syncing.
@@ -163,6 +166,14 @@ pub trait Fs: Send + Sync + fmt::Debug + 'static {
     /// length when opened; later appends are not visible through it. Default: [`Fs::open`].
     fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.open(path)
+    }
+    /// [`Fs::open_mapped`] that also maps every page of the file into the process before it
+    /// returns (Linux `MADV_POPULATE_READ`), so that reads through the map take no page fault:
+    /// for a file just written, whose pages the page cache still holds (mapped in one pass
+    /// instead of a fault per first touch). Pages the page cache does not hold are read from
+    /// the device first. Where the system cannot populate, the same as [`Fs::open_mapped`].
+    fn open_mapped_populated(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_mapped(path)
     }
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;

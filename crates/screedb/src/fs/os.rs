@@ -156,6 +156,48 @@ impl RandomAccessFile for OsRandomAccess {
     }
 }
 
+/// Opens `path` through a read-only map of the whole file (positional reads where it cannot be
+/// mapped), its pages mapped in at once with `populate` where the system can.
+fn map_file(path: &Path, populate: bool) -> Result<Arc<dyn RandomAccessFile>> {
+    let (file, size) = open_with_size(path)?;
+    // An empty file cannot be mapped; a map that fails (address space, map count) falls
+    // back to positional reads.
+    let map = if size == 0 {
+        None
+    } else {
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes change (or the process
+        // gets SIGBUS) if the file is modified or truncated while mapped. Callers map only
+        // files nothing modifies below their extent while open (`Fs::open_mapped`'s
+        // contract): ScreeDB tables, written under a fresh name, synced, and never written
+        // again, and files that only grow by appends (`open_appendable`), whose reopen cuts
+        // only bytes past every reader's extent, so no page a reader touches is cut; the map
+        // covers the length at open, so appends after it are never read through it;
+        // deleting a file while mapped keeps its pages. Another ScreeDB process is kept out by the LOCK file;
+        // another program truncating a live table is outside the contract (as with
+        // LevelDB's and RocksDB's mmap reads), documented at `Options::mmap_reads`.
+        unsafe { memmap2::Mmap::map(&file) }.ok().inspect(|map| {
+            if populate {
+                populate_read(map);
+            }
+        })
+    };
+    Ok(Arc::new(OsRandomAccess {
+        path: path.to_path_buf(),
+        size,
+        source: map.map_or(Source::File(file), |m| Source::Map(Bytes::from_owner(m))),
+    }))
+}
+
+/// Maps in every page of `map` (`MADV_POPULATE_READ`, Linux 5.14); a hint, so a kernel without
+/// it leaves the pages to fault in on first read, as without the call.
+#[cfg(target_os = "linux")]
+fn populate_read(map: &memmap2::Mmap) {
+    let _ = map.advise(memmap2::Advice::PopulateRead);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate_read(_map: &memmap2::Mmap) {}
+
 /// Opens `path` for reading and returns it with its length.
 fn open_with_size(path: &Path) -> Result<(File, u64)> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
@@ -164,6 +206,31 @@ fn open_with_size(path: &Path) -> Result<(File, u64)> {
         .map_err(|e| Error::io("stat", path, e))?
         .len();
     Ok((file, size))
+}
+
+/// Bytes of every map of `path` in this process that are mapped to pages now (the `Rss` of
+/// its maps in `/proc/self/smaps`), for tests of [`Fs::open_mapped_populated`].
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+pub(crate) fn mapped_resident_bytes(path: &Path) -> u64 {
+    let smaps = fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = path.to_string_lossy();
+    let mut in_map = false;
+    let mut kib = 0u64;
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            // A map's header: range, perms, offset, device, inode, then its path.
+            in_map = fields.nth(4) == Some(&*name);
+        } else if in_map && first == "Rss:" {
+            kib += fields
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    kib * 1024
 }
 
 #[derive(Debug)]
@@ -237,29 +304,11 @@ impl Fs for OsFs {
     }
 
     fn open_mapped(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let (file, size) = open_with_size(path)?;
-        // An empty file cannot be mapped; a map that fails (address space, map count) falls
-        // back to positional reads.
-        let map = if size == 0 {
-            None
-        } else {
-            // SAFETY: `Mmap::map` is unsafe because the mapped bytes change (or the process
-            // gets SIGBUS) if the file is modified or truncated while mapped. Callers map only
-            // files nothing modifies below their extent while open (`Fs::open_mapped`'s
-            // contract): ScreeDB tables, written under a fresh name, synced, and never written
-            // again, and files that only grow by appends (`open_appendable`), whose reopen cuts
-            // only bytes past every reader's extent, so no page a reader touches is cut; the map
-            // covers the length at open, so appends after it are never read through it;
-            // deleting a file while mapped keeps its pages. Another ScreeDB process is kept out by the LOCK file;
-            // another program truncating a live table is outside the contract (as with
-            // LevelDB's and RocksDB's mmap reads), documented at `Options::mmap_reads`.
-            unsafe { memmap2::Mmap::map(&file) }.ok()
-        };
-        Ok(Arc::new(OsRandomAccess {
-            path: path.to_path_buf(),
-            size,
-            source: map.map_or(Source::File(file), |m| Source::Map(Bytes::from_owner(m))),
-        }))
+        map_file(path, false)
+    }
+
+    fn open_mapped_populated(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        map_file(path, true)
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -349,6 +398,27 @@ mod tests {
         assert!(mapped.read_vec(8, 4).is_err(), "past the end is an error");
         drop(plain);
         assert_eq!(descriptors_on(&path), 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_populated_map_has_every_page_mapped_before_any_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        let data = vec![7u8; 1 << 20];
+        let (plain, populated) = (dir.join("plain"), dir.join("populated"));
+        std::fs::write(&plain, &data).unwrap();
+        std::fs::write(&populated, &data).unwrap();
+        let p = OsFs.open_mapped(&plain).unwrap();
+        let q = OsFs.open_mapped_populated(&populated).unwrap();
+        assert_eq!(mapped_resident_bytes(&populated), 1 << 20);
+        assert!(
+            mapped_resident_bytes(&plain) < 1 << 20,
+            "an unread map of {} bytes has {} mapped",
+            1 << 20,
+            mapped_resident_bytes(&plain)
+        );
+        assert_eq!(q.read_vec(4096, 3).unwrap(), p.read_vec(4096, 3).unwrap());
     }
 
     #[test]

@@ -242,10 +242,22 @@ impl TableCache {
     /// grew since it was cached (its extent is larger now) is opened again at its new extent; a
     /// caller holding an older version with a shorter extent gets a reader of that extent.
     pub fn get(&self, meta: &FileMeta) -> Result<Arc<dyn TableReader>> {
+        self.get_or_open(meta, false)
+    }
+
+    /// [`TableCache::get`] for a table this process has just written: with `populate` (and
+    /// `mmap_reads`), a table not open yet is mapped with every page mapped in at once
+    /// ([`Fs::open_mapped_populated`]), while the page cache still holds what was written, so
+    /// the reads that follow take no page fault in it.
+    pub fn get_written(&self, meta: &FileMeta, populate: bool) -> Result<Arc<dyn TableReader>> {
+        self.get_or_open(meta, populate)
+    }
+
+    fn get_or_open(&self, meta: &FileMeta, populate: bool) -> Result<Arc<dyn TableReader>> {
         let number = meta.number;
         let table = self
             .tables
-            .get_or_insert_with(&number, || self.open_uncached(number, meta.file_size))?;
+            .get_or_insert_with(&number, || self.open_file(number, meta.file_size, populate))?;
         match table.extent().cmp(&meta.file_size) {
             std::cmp::Ordering::Equal => Ok(table),
             std::cmp::Ordering::Less => {
@@ -260,13 +272,15 @@ impl TableCache {
     /// Opens table `number` of the directory, reading its first `extent` bytes, without
     /// caching it (for `screedb check` and repair, which read each table once).
     pub fn open_uncached(&self, number: u64, extent: u64) -> Result<Arc<dyn TableReader>> {
+        self.open_file(number, extent, false)
+    }
+
+    fn open_file(&self, number: u64, extent: u64, populate: bool) -> Result<Arc<dyn TableReader>> {
         let path = table_file_name(&self.dir, number);
-        let open = || {
-            if self.opts.mmap_reads {
-                self.fs.open_mapped(&path)
-            } else {
-                self.fs.open(&path)
-            }
+        let open = || match (self.opts.mmap_reads, populate) {
+            (true, true) => self.fs.open_mapped_populated(&path),
+            (true, false) => self.fs.open_mapped(&path),
+            (false, _) => self.fs.open(&path),
         };
         // Out of descriptors: let go of the cached tables (those no reader holds close) and try
         // once more, rather than fail a read or a compaction (which would make the database

@@ -260,6 +260,11 @@ impl Version {
         self.level_bytes.get(level).copied().unwrap_or(0)
     }
 
+    /// Total bytes of every table of every level.
+    pub fn total_bytes(&self) -> u64 {
+        self.level_bytes.iter().sum()
+    }
+
     /// The total table size of each of `levels`.
     fn sizes_of(levels: &[Vec<FileRef>]) -> Vec<u64> {
         levels
