@@ -156,9 +156,9 @@ pub struct Options {
     /// mapped pages stay cached ahead of unmapped ones. Only while the store's tables hold at
     /// most half the machine's physical memory (a larger store could not stay mapped, and
     /// populating pages already evicted would read them back). Right after a 100M-key load
-    /// (9.5 GB of tables, 24 GiB machine) a get took 0.71x the reader's CPU of one that faults
-    /// its pages in, and the load no more CPU (docs/benchmarks.md, "Tables populated as
-    /// written"). Linux only (elsewhere tables fault in as they are read). Default: true.
+    /// (9.5 GB of tables, 24 GiB machine) a get took 0.77x the reader's CPU of one that faults
+    /// its pages in, and the load no more CPU (docs/benchmarks.md, "100M with tables populated
+    /// as written"). Linux only (elsewhere tables fault in as they are read). Default: true.
     /// RocksDB: none (it reads with `pread`); LevelDB: none (its maps fault page by page).
     pub populate_new_tables: bool,
     /// Append to the write-ahead log through a shared writable memory map (Linux, on the real
