@@ -150,7 +150,8 @@ pub struct Options {
     /// `pread`. Default: true. RocksDB: `allow_mmap_reads` (default false); LevelDB maps up to
     /// 1000 tables by default on 64-bit systems.
     pub mmap_reads: bool,
-    /// With `mmap_reads`, open each table a flush or compaction writes with all its pages
+    /// With `mmap_reads`, open each table (sorted or HTable; not Jungle's trees, which are
+    /// opened again after every append) a flush or compaction writes with all its pages
     /// mapped into the process at once (Linux `MADV_POPULATE_READ`), while the page cache still
     /// holds what was just written: the first read of each page then takes no page fault, and
     /// mapped pages stay cached ahead of unmapped ones. Only while the store's tables hold at
