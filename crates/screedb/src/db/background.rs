@@ -20,7 +20,6 @@ use crate::info_log::info;
 use crate::manifest::{FileMeta, VersionEdit};
 use crate::options::Layout;
 use crate::sync::{lock, wait, wait_timeout};
-use crate::version::Version;
 use std::sync::MutexGuard;
 
 /// Body of a background thread.
@@ -115,16 +114,16 @@ fn tables_line<'a>(files: impl IntoIterator<Item = &'a FileMeta>) -> String {
     format!("[{}]", names.join(" "))
 }
 
-/// The context of a job started on `version`.
+/// The context of a job started while the store's tables held `stored_bytes`.
 fn job_context<'a>(
     inner: &'a DbInner,
-    version: &Version,
+    stored_bytes: u64,
     snapshots: &'a [u64],
     alloc: &'a (dyn Fn() -> u64 + Sync),
 ) -> job::JobContext<'a> {
     job::JobContext {
         // While the store fits in half the machine's memory (`Options::populate_new_tables`).
-        populate_new_tables: version.total_bytes() < inner.populate_limit,
+        populate_new_tables: stored_bytes < inner.populate_limit,
         fs: inner.fs.as_ref(),
         dir: &inner.dir,
         icmp: &inner.icmp,
@@ -212,7 +211,7 @@ fn flush_oldest<'a>(
     };
     let mem = Arc::clone(&imm.mem);
     let flushed_to = imm.last_sequence;
-    let version = st.versions.current();
+    let stored_bytes = st.versions.current().total_bytes();
     st.flush_running = true;
     st.jobs_running += 1;
     drop(st);
@@ -221,8 +220,7 @@ fn flush_oldest<'a>(
     mem.drain(crate::key::MAX_SEQUENCE);
     let snapshots = inner.snapshots.sequences();
     let alloc = || lock(&inner.state).versions.new_file_number();
-    let ctx = job_context(inner, &version, &snapshots, &alloc);
-    drop(version);
+    let ctx = job_context(inner, stored_bytes, &snapshots, &alloc);
     let mut it = mem.iter();
     let started = Instant::now();
     let claim = claim_level1(inner, &mem, &mut it);
@@ -430,7 +428,7 @@ fn run_merge<'a>(
 
     let snapshots = inner.snapshots.sequences();
     let alloc = || lock(&inner.state).versions.new_file_number();
-    let ctx = job_context(inner, &version, &snapshots, &alloc);
+    let ctx = job_context(inner, version.total_bytes(), &snapshots, &alloc);
     let started = Instant::now();
     let inputs_line: Vec<String> = spec
         .inputs

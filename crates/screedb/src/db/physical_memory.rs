@@ -34,8 +34,8 @@ mod tests {
         assert!(bytes >= 64 << 20, "{bytes} bytes of physical memory");
     }
 
-    /// Bytes of the tables of `dir` and how many of them are mapped to pages, once `db` has
-    /// flushed what it was given.
+    /// Bytes of the tables a new database flushed (with `populate_new_tables` as given) and how
+    /// many of them are mapped to pages in this process, before anything reads them.
     fn flushed_tables(populate: bool) -> (u64, u64) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().canonicalize().unwrap();

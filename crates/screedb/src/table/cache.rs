@@ -277,11 +277,7 @@ impl TableCache {
 
     fn open_file(&self, number: u64, extent: u64, populate: bool) -> Result<Arc<dyn TableReader>> {
         let path = table_file_name(&self.dir, number);
-        let open = || match (self.opts.mmap_reads, populate) {
-            (true, true) => self.fs.open_mapped_populated(&path),
-            (true, false) => self.fs.open_mapped(&path),
-            (false, _) => self.fs.open(&path),
-        };
+        let open = || self.open_for_reads(&path, populate);
         // Out of descriptors: let go of the cached tables (those no reader holds close) and try
         // once more, rather than fail a read or a compaction (which would make the database
         // read-only) while the cache holds hundreds of idle files.
@@ -351,6 +347,16 @@ impl TableCache {
         self.hashed_reads.snapshot()
     }
 
+    /// Opens `path`, a file that never changes once written, for reads: mapped with
+    /// `mmap_reads` (every page mapped in at once with `populate`), else for `pread`.
+    fn open_for_reads(&self, path: &Path, populate: bool) -> Result<Arc<dyn RandomAccessFile>> {
+        match (self.opts.mmap_reads, populate) {
+            (true, true) => self.fs.open_mapped_populated(path),
+            (true, false) => self.fs.open_mapped(path),
+            (false, _) => self.fs.open(path),
+        }
+    }
+
     /// The BloomCluster table `holder` holds (`dir/{holder:06}.bfc`), or `None` when it holds
     /// none. Both answers are cached until the holder is evicted.
     pub fn cluster(&self, holder: u64) -> Result<Option<Arc<Cluster>>> {
@@ -360,12 +366,7 @@ impl TableCache {
                 return Ok(None);
             }
             // Mapped like the tables (`mmap_reads`): a cluster never changes once written.
-            let opened = if self.opts.mmap_reads {
-                self.fs.open_mapped(&path)
-            } else {
-                self.fs.open(&path)
-            };
-            let file = match opened {
+            let file = match self.open_for_reads(&path, false) {
                 Ok(file) => file,
                 // Superseded and deleted by a purge since `exists` (obsolete.rs): as absent,
                 // the tables' own filters answer. (The crash suite's trie get failed here.)
