@@ -146,8 +146,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub max_bytes_for_level_base: Option<u64>,
     /// Level-0 tables that start a compaction into level 1 (ScreeDB's `l0_compaction_trigger`,
-    /// RocksDB's `level0_file_num_compaction_trigger`). Default: the engine's (4). LevelDB's is
-    /// fixed at 4 and fjall has none: they ignore it.
+    /// RocksDB's `level0_file_num_compaction_trigger`). Default: the engine's (ScreeDB: its
+    /// layout's, 6 for FLSM and 4 for the others; RocksDB 4). LevelDB's is fixed at 4 and fjall
+    /// has none: they ignore it.
     #[arg(long)]
     pub level0_file_num_compaction_trigger: Option<usize>,
     /// Jungle's compaction factor C (a tree is rewritten once its file passes C times its live

@@ -221,8 +221,10 @@ pub struct Options {
     /// own, kept where it saves an eighth); HTables (the trie layout) are not compressed.
     /// Default: lz4. RocksDB: `compression`.
     pub compression: CompressionType,
-    /// Number of level-0 tables that triggers a level-0 compaction. Default: 4.
-    /// RocksDB: `level0_file_num_compaction_trigger`.
+    /// Number of level-0 tables that triggers a level-0 compaction; 0 takes the layout's own
+    /// ([`Layout::default_l0_compaction_trigger`]: 6 for FLSM, 4 for the others; read it with
+    /// [`Options::l0_trigger`]). Default: 0. RocksDB: `level0_file_num_compaction_trigger`
+    /// (default 4).
     pub l0_compaction_trigger: usize,
     /// Number of level-0 tables at which writes are delayed. Default: 20.
     /// RocksDB: `level0_slowdown_writes_trigger`.
@@ -309,7 +311,7 @@ impl Default for Options {
             filter_policy: None,
             prefix_bloom_len: 0,
             compression: CompressionType::Lz4,
-            l0_compaction_trigger: 4,
+            l0_compaction_trigger: 0,
             l0_slowdown_trigger: 20,
             l0_stop_trigger: 36,
             max_bytes_for_level_base: 256 << 20,
@@ -359,7 +361,7 @@ impl fmt::Debug for Options {
             .field(
                 "l0_triggers",
                 &(
-                    self.l0_compaction_trigger,
+                    self.l0_trigger(),
                     self.l0_slowdown_trigger,
                     self.l0_stop_trigger,
                 ),
@@ -448,12 +450,8 @@ impl Options {
             "bloom_bits_per_key must be at most 64",
         )?;
         check(
-            self.l0_compaction_trigger >= 1,
-            "l0_compaction_trigger must be at least 1",
-        )?;
-        check(
-            self.l0_slowdown_trigger >= self.l0_compaction_trigger,
-            "l0_slowdown_trigger must be >= l0_compaction_trigger",
+            self.l0_slowdown_trigger >= self.l0_trigger(),
+            "l0_slowdown_trigger must be >= l0_compaction_trigger (the layout's when 0)",
         )?;
         check(
             self.l0_stop_trigger >= self.l0_slowdown_trigger,
@@ -613,6 +611,15 @@ impl Options {
         }
     }
 
+    /// Level-0 tables that start a level-0 compaction: `l0_compaction_trigger`, or the layout's
+    /// own when that is 0.
+    pub fn l0_trigger(&self) -> usize {
+        match self.l0_compaction_trigger {
+            0 => self.layout.default_l0_compaction_trigger(),
+            n => n,
+        }
+    }
+
     /// Target size in bytes of level `level` (>= 1): `max_bytes_for_level_base *
     /// level_size_multiplier^(level-1)`, times the layout's [`Layout::level_target_scale`].
     pub fn level_target_bytes(&self, level: usize) -> u64 {
@@ -705,5 +712,26 @@ mod tests {
         }
         let err = o.validate().unwrap_err().to_string();
         assert!(err.contains("flsm.level_target_scale"), "{err}");
+    }
+
+    #[test]
+    fn the_level0_trigger_is_the_layouts_unless_set() {
+        let mut o = Options::default();
+        assert_eq!(o.l0_compaction_trigger, 0);
+        assert_eq!(o.l0_trigger(), crate::layout::flsm::L0_COMPACTION_TRIGGER);
+        for kind in [LayoutKind::Leveled, LayoutKind::Trie, LayoutKind::Jungle] {
+            o.layout = Layout::with_defaults(kind);
+            assert_eq!(o.l0_trigger(), 4, "{kind:?}");
+        }
+        o.l0_compaction_trigger = 3;
+        assert_eq!(o.l0_trigger(), 3);
+        o.validate().unwrap();
+        // The slowdown trigger is checked against the trigger in force, the layout's included.
+        o.layout = Layout::default();
+        o.l0_compaction_trigger = 0;
+        o.l0_slowdown_trigger = 5;
+        o.l0_stop_trigger = 5;
+        let err = o.validate().unwrap_err().to_string();
+        assert!(err.contains("l0_slowdown_trigger"), "{err}");
     }
 }

@@ -225,14 +225,14 @@ fn expand_level0(version: &Version, mut inputs: Vec<FileRef>) -> Vec<FileRef> {
 }
 
 /// Levels whose score is >= 1, highest score first, as `(score, level)`: level 0 scores
-/// `files / l0_compaction_trigger`, level `n >= 1` scores `bytes / level_target_bytes(n)`. The last
+/// `files / l0_trigger()`, level `n >= 1` scores `bytes / level_target_bytes(n)`. The last
 /// level has no level below it and is never scored.
 pub fn levels_over_target(version: &Version, options: &Options) -> Vec<(f64, usize)> {
     let last = version.num_levels() - 1;
     let mut scores: Vec<(f64, usize)> = (0..last)
         .map(|level| {
             let score = if level == 0 {
-                version.files(0).len() as f64 / options.l0_compaction_trigger as f64
+                version.files(0).len() as f64 / options.l0_trigger() as f64
             } else {
                 version.level_bytes(level) as f64 / options.level_target_bytes(level) as f64
             };

@@ -107,6 +107,16 @@ impl Layout {
         self.flsm().map_or(1, |f| f.level_target_scale)
     }
 
+    /// Level-0 tables that start a level-0 compaction when `Options::l0_compaction_trigger` is
+    /// 0 (its default): FLSM's [`flsm::L0_COMPACTION_TRIGGER`] (6), 4 for every other layout
+    /// (LevelDB's and RocksDB's).
+    pub fn default_l0_compaction_trigger(&self) -> usize {
+        match self {
+            Layout::Flsm(_) => flsm::L0_COMPACTION_TRIGGER,
+            Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 4,
+        }
+    }
+
     /// The name used in options, the CLI and error messages: `leveled`, `flsm`, `trie` or `jungle`.
     pub fn name(&self) -> &'static str {
         self.kind().name()

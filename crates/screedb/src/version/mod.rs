@@ -599,7 +599,7 @@ impl Version {
     /// target. Drives the pending-compaction write stall (as RocksDB's estimate does).
     pub fn pending_compaction_bytes(&self, options: &crate::options::Options) -> u64 {
         let mut pending = 0u64;
-        if self.files(0).len() >= options.l0_compaction_trigger {
+        if self.files(0).len() >= options.l0_trigger() {
             pending += self.level_bytes(0);
         }
         for level in 1..self.num_levels().saturating_sub(1) {

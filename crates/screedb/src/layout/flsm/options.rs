@@ -26,6 +26,16 @@ pub enum GuardBits {
     },
 }
 
+/// Level-0 tables that start a level-0 compaction in this layout while
+/// `Options::l0_compaction_trigger` is 0 (its default). Six where LevelDB and RocksDB (and the
+/// other layouts) take four: a level-0 compaction appends one run to every level-1 guard, a
+/// guard four runs deep goes down, and the deepest level merges a guard in place whenever it
+/// fills; carrying half as many bytes again per level-0 compaction sends each level-1 guard
+/// down with 1.5 times the bytes, so the deepest guards fill half as often again per byte. At
+/// 100M keys the load writes 8% fewer bytes (WA 4.80 against 5.20) and never stalls
+/// (docs/flsm.md, "Level 0 merged at six tables").
+pub const L0_COMPACTION_TRIGGER: usize = 6;
+
 /// Options of the FLSM layout, carried by [`crate::Layout::default()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlsmOptions {

@@ -302,7 +302,7 @@ impl CompactionStrategy for Jungle {
 
     fn choose(&self, version: &Version, options: &Options, state: &State) -> Choice {
         let last = version.num_levels() - 1;
-        if version.files(0).len() >= options.l0_compaction_trigger
+        if version.files(0).len() >= options.l0_trigger()
             && let Some(spec) =
                 Self::into_next(version, options, state, 0, version.files(0).to_vec())
         {

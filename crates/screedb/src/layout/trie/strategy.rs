@@ -129,7 +129,7 @@ impl CompactionStrategy for Trie {
         let max_last = version.num_levels() - 1;
         let last = super::deepest_level(version);
         let level0 = version.files(0);
-        if level0.len() >= options.l0_compaction_trigger && !busy(state, level0) {
+        if level0.len() >= options.l0_trigger() && !busy(state, level0) {
             return merge(level0.to_vec(), 0, 1, options);
         }
         let collect = |container: &[FileRef]| {
