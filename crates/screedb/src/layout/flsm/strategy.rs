@@ -88,7 +88,8 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// count is the hottest (seeks positioned several of its tables), level 0 is compacted into
 /// level 1 within the same budget, appending one run to each guard it reaches even where that
 /// guard is full: a store that stopped taking writes otherwise keeps its level-0 tables, and
-/// every read pays for each of them.
+/// every read pays for each of them. Overlapping level-0 tables are merged into one run, never
+/// the oldest moved alone ([`Flsm::level0_for_reads`]).
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
     let threshold = options_of(options).seek_compaction_threshold;
     if threshold == 0 || state.seek_budget_bytes == 0 {
@@ -101,7 +102,7 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
             if version.files(0).len() < 2 {
                 continue;
             }
-            match Flsm::level0(version, options, state) {
+            match Flsm::level0_for_reads(version, options, state) {
                 Some(Choice::Merge(mut spec)) => {
                     // Level 0's tables only: a level-1 guard already full gets one run more
                     // instead of being rewritten (the next level-0 compaction that writes
@@ -148,6 +149,18 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
         }));
     }
     None
+}
+
+/// True when `file`'s user-key range meets that of any of `others`.
+fn overlaps_any(version: &Version, file: &FileRef, others: &[FileRef]) -> bool {
+    let ucmp = version.icmp().user();
+    others.iter().any(|o| {
+        ucmp.compare(o.smallest_user_key(), file.largest_user_key())
+            .is_le()
+            && ucmp
+                .compare(file.smallest_user_key(), o.largest_user_key())
+                .is_le()
+    })
 }
 
 /// The tables of `level` grouped by guard, in key order: `(guard index, fragments)`.
@@ -264,17 +277,36 @@ impl Flsm {
     }
 
     fn level0(version: &Version, options: &Options, state: &State) -> Option<Choice> {
-        let inputs: Vec<FileRef> = version.files(0).to_vec();
+        Self::level0_choice(version, options, state, false)
+    }
+
+    /// Level 0's compaction for seek-based compaction: as [`Flsm::level0`], but the oldest
+    /// table moves alone only when no newer level-0 table overlaps it (keys in order).
+    /// Otherwise the newer tables would follow it as a second run over the same range of
+    /// level 1, which the reads that asked for the compaction would still pay for (and a
+    /// second seek compaction would rewrite both); merging them all leaves one run.
+    fn level0_for_reads(version: &Version, options: &Options, state: &State) -> Option<Choice> {
+        Self::level0_choice(version, options, state, true)
+    }
+
+    fn level0_choice(
+        version: &Version,
+        options: &Options,
+        state: &State,
+        disjoint_moves_only: bool,
+    ) -> Option<Choice> {
+        let inputs = version.files(0);
         if inputs.is_empty() || inputs.iter().any(|f| state.busy_files.contains(&f.number)) {
             return None;
         }
         // The oldest table may go down alone: every other level-0 table is newer.
-        if let Some(oldest) = inputs.last()
+        if let Some((oldest, newer)) = inputs.split_last()
+            && !(disjoint_moves_only && overlaps_any(version, oldest, newer))
             && let Some(choice) = Self::try_move(version, state, 0, oldest)
         {
             return Some(choice);
         }
-        Self::merge_into_next(version, options, state, 0, inputs)
+        Self::merge_into_next(version, options, state, 0, inputs.to_vec())
     }
 
     fn level_n(

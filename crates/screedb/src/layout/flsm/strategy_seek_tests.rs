@@ -221,3 +221,36 @@ fn seek_counts_survive_versions_that_leave_their_guard_alone() {
         assert_eq!(after.seek_counters().count(2, 1), 0, "{edit:?}");
     }
 }
+
+#[test]
+fn level0_seek_compaction_merges_overlapping_tables_into_one_run() {
+    let mut o = seek_options(1);
+    o.l0_compaction_trigger = 4; // two tables: below the trigger, so only reads ask
+    // Random keys: both tables lie in level 1's first guard (up to "m"), where nothing is,
+    // so the older could move by metadata; the seek compaction merges both instead.
+    let v = version(
+        GUARDS,
+        vec![(0, file(20, "a", "k", 40)), (0, file(21, "b", "l", 40))],
+    );
+    assert!(v.record_seek(b"c", 1).crossed);
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(90)) else {
+        panic!("one merge of both level-0 tables")
+    };
+    assert!(spec.seek);
+    assert_eq!(numbers(&spec.inputs[0].1), vec![21, 20]);
+    // The oldest table ends before either newer one starts: it moves down for free (the
+    // newer two, which the seeks found overlapping, are merged by the next seek compaction).
+    let v = version(
+        GUARDS,
+        vec![
+            (0, file(20, "a", "b", 40)),
+            (0, file(21, "c", "f", 40)),
+            (0, file(22, "d", "g", 40)),
+        ],
+    );
+    assert!(v.record_seek(b"e", 1).crossed);
+    match Flsm.choose(&v, &o, &budget(200)) {
+        Choice::Move { file, to_level, .. } => assert_eq!((file.number, to_level), (20, 1)),
+        other => panic!("expected a move of table 20, got {other:?}"),
+    }
+}
