@@ -203,10 +203,10 @@ fn seeks_alone_compact_a_level0_left_under_its_trigger() {
     db.wait_for_idle().unwrap();
     let before = db.stats();
     assert!(before.files_per_level[0] >= 2, "{before}");
-    // Each round's iterator counts its seeks on the version it was made on. The first seek
-    // compaction only moves a table down (level 1 is empty), which makes a new version whose
-    // level 0 has counted nothing yet; waiting after each round lets the next iterator start
-    // on it, where a move done after the last iterator was made would have left level 0 there.
+    // Each round's iterator counts its seeks on the version it was made on, and the
+    // compaction they ask for runs once it is dropped (the tables overlap, so all four are
+    // merged into one run of level 1, never the oldest moved alone); waiting after each round
+    // lets the next iterator start on the version it made.
     for _ in 0..4 {
         let mut it = db.iter(&ReadOptions::default()).unwrap();
         for k in 0..500 {

@@ -13,7 +13,7 @@ pub mod seeks;
 mod strategy;
 pub mod upkeep;
 
-pub use options::{FlsmOptions, GuardBits, L0_COMPACTION_TRIGGER};
+pub use options::{FlsmOptions, GuardBits, L0_COMPACTION_TRIGGER, L0_SEEK_TRIGGER};
 pub use strategy::{Flsm, aggressive_levels, guard_bits, seek_compaction, whole_guards};
 
 use crate::options::{Layout, Options};

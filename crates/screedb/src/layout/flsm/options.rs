@@ -37,6 +37,14 @@ pub enum GuardBits {
 /// (docs/flsm.md, "Level 0 merged at six tables").
 pub const L0_COMPACTION_TRIGGER: usize = 6;
 
+/// Level-0 tables at which a seek compaction of level 0 runs with any budget left (it may
+/// overdraw it; what it writes is charged as usual): LevelDB's and
+/// RocksDB's trigger. [`L0_COMPACTION_TRIGGER`] lets level 0 hold more for the writes' sake;
+/// once seeks pay for its tables (level 0's seek count reached `seek_compaction_threshold`),
+/// the store is folded as LevelDB would have folded it. After a 2M-key load (five tables, under
+/// six) the budget otherwise kept the first ~50k seeks paying for six sources each.
+pub const L0_SEEK_TRIGGER: usize = 4;
+
 /// Options of the FLSM layout, carried by [`crate::Layout::default()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlsmOptions {
@@ -82,7 +90,8 @@ pub struct FlsmOptions {
     /// `overlap_read_bytes` counts one block (`block_size`) per table a read paid for beyond
     /// one per level (see `Stats`). Reads that keep paying for overlapping tables thus earn the
     /// compaction that removes the overlap, and compaction can never run away from them
-    /// (cockroachdb/pebble#1143). 0 disables. Default: 25 (10 until guards were full by depth,
+    /// (cockroachdb/pebble#1143); level 0 holding [`L0_SEEK_TRIGGER`] tables is folded by seeks
+    /// with any budget left. 0 disables. Default: 25 (10 until guards were full by depth,
     /// which leaves more runs per guard after a load; docs/flsm.md).
     pub seek_compaction_budget_percent: u64,
 }

@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use super::{GuardBits, guards, options_of, upkeep as guard_upkeep};
+use super::{GuardBits, L0_SEEK_TRIGGER, guards, options_of, upkeep as guard_upkeep};
 use crate::compaction::{
     Choice, CompactionStrategy, MergeSpec, OutputPlan, State, key_range, levels_over_target,
     manual_inputs, range_is_busy,
@@ -86,7 +86,7 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
 /// exactly the guard's bytes, and afterwards a read probes one fragment there. When level 0's
 /// count is the hottest (seeks positioned several of its tables), level 0 is compacted into
-/// level 1 within the same budget, appending one run to each guard it reaches even where that
+/// level 1 within the same budget (from [`L0_SEEK_TRIGGER`] tables, with any budget left), appending one run to each guard it reaches even where that
 /// guard is full: a store that stopped taking writes otherwise keeps its level-0 tables, and
 /// every read pays for each of them. Overlapping level-0 tables are merged into one run, never
 /// the oldest moved alone ([`Flsm::level0_for_reads`]).
@@ -113,7 +113,11 @@ pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> O
                     // a level-2 guard is full) within the same budget; level 0 follows later.
                     spec.inputs.truncate(1);
                     let bytes = spec.inputs.iter().flat_map(|(_, f)| f).map(|f| f.file_size);
-                    if fits(bytes.sum()) {
+                    // Level 0 at LevelDB's trigger is folded with any budget left (its bytes
+                    // still count as seek-compaction bytes).
+                    let level0_full =
+                        spec.inputs[0].0 == 0 && spec.inputs[0].1.len() >= L0_SEEK_TRIGGER;
+                    if level0_full || fits(bytes.sum()) {
                         spec.seek = true;
                         return Some(Choice::Merge(spec));
                     }

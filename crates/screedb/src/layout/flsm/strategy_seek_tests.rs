@@ -254,3 +254,32 @@ fn level0_seek_compaction_merges_overlapping_tables_into_one_run() {
         other => panic!("expected a move of table 20, got {other:?}"),
     }
 }
+
+#[test]
+fn level0_at_leveldbs_trigger_is_folded_by_seeks_with_any_budget_left() {
+    let mut o = seek_options(1);
+    o.l0_compaction_trigger = 6; // writes would wait for six tables
+    let tables = |n: u64| -> Vec<(u32, crate::manifest::FileMeta)> {
+        (0..n).map(|i| (0, file(20 + i, "a", "l", 40))).collect()
+    };
+    // Three tables (120 bytes) need 135 bytes of budget.
+    let v = version(GUARDS, tables(3));
+    assert!(v.record_seek(b"c", 1).crossed);
+    assert!(matches!(
+        Flsm.choose(&v, &o, &budget(134)),
+        Choice::DoNothing
+    ));
+    assert!(matches!(
+        Flsm.choose(&v, &o, &budget(135)),
+        Choice::Merge(_)
+    ));
+    // Four tables: folded with any budget left.
+    let v = version(GUARDS, tables(4));
+    assert!(v.record_seek(b"c", 1).crossed);
+    let Choice::Merge(spec) = Flsm.choose(&v, &o, &budget(1)) else {
+        panic!("level 0 at four tables folded by seeks")
+    };
+    assert!(spec.seek);
+    assert_eq!(spec.inputs[0].1.len(), 4);
+    assert!(matches!(Flsm.choose(&v, &o, &budget(0)), Choice::DoNothing));
+}
