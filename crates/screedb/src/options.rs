@@ -155,7 +155,8 @@ pub struct Options {
     /// mapped into the process at once (Linux `MADV_POPULATE_READ`), while the page cache still
     /// holds what was just written: the first read of each page then takes no page fault, and
     /// mapped pages stay cached ahead of unmapped ones. Only while the store's tables hold at
-    /// most half the machine's physical memory (a larger store could not stay mapped, and
+    /// most half the memory the process may use (the machine's, or its control group's limit
+    /// where that is lower, as in a container; a larger store could not stay mapped, and
     /// populating pages already evicted would read them back). Right after a 100M-key load
     /// (9.5 GB of tables, 24 GiB machine) a get took 0.77x the reader's CPU of one that faults
     /// its pages in, and the load no more CPU (docs/benchmarks.md, "100M with tables populated

@@ -122,7 +122,7 @@ fn job_context<'a>(
     alloc: &'a (dyn Fn() -> u64 + Sync),
 ) -> job::JobContext<'a> {
     job::JobContext {
-        // While the store fits in half the machine's memory (`Options::populate_new_tables`).
+        // While the store fits in half the process's memory (`Options::populate_new_tables`).
         populate_new_tables: stored_bytes < inner.populate_limit,
         fs: inner.fs.as_ref(),
         dir: &inner.dir,

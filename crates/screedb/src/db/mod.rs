@@ -279,7 +279,8 @@ pub(crate) struct DbInner {
     /// The epoch of the write pacing clock (`write_rate.rs`).
     opened_at: std::time::Instant,
     /// Jobs populate their new tables while the store's tables hold at most this many bytes
-    /// (half the physical memory with `Options::populate_new_tables`; 0: never).
+    /// (half the memory the process may use, `physical_memory.rs`, with
+    /// `Options::populate_new_tables`; 0: never).
     populate_limit: u64,
     info_log: InfoLogger,
     _lock: Box<dyn FileLock>,
