@@ -38,11 +38,11 @@ pub enum GuardBits {
 pub const L0_COMPACTION_TRIGGER: usize = 6;
 
 /// Level-0 tables at which a seek compaction of level 0 runs with any budget left (it may
-/// overdraw it; what it writes is charged as usual): LevelDB's and
-/// RocksDB's trigger. [`L0_COMPACTION_TRIGGER`] lets level 0 hold more for the writes' sake;
-/// once seeks pay for its tables (level 0's seek count reached `seek_compaction_threshold`),
-/// the store is folded as LevelDB would have folded it. After a 2M-key load (five tables, under
-/// six) the budget otherwise kept the first ~50k seeks paying for six sources each.
+/// overdraw it; what it writes is charged as usual): LevelDB's and RocksDB's trigger.
+/// [`L0_COMPACTION_TRIGGER`] lets level 0 hold more for the writes' sake; once seeks pay for
+/// its tables (level 0's seek count reached `seek_compaction_threshold`), the store is folded
+/// as LevelDB would have folded it. After a 2M-key load (five tables, under six) the budget
+/// otherwise kept the first ~50k seeks paying for six sources each.
 pub const L0_SEEK_TRIGGER: usize = 4;
 
 /// Options of the FLSM layout, carried by [`crate::Layout::default()`].

@@ -86,9 +86,10 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
 /// exactly the guard's bytes, and afterwards a read probes one fragment there. When level 0's
 /// count is the hottest (seeks positioned several of its tables), level 0 is compacted into
-/// level 1 within the same budget (from [`L0_SEEK_TRIGGER`] tables, with any budget left), appending one run to each guard it reaches even where that
-/// guard is full: a store that stopped taking writes otherwise keeps its level-0 tables, and
-/// every read pays for each of them. Overlapping level-0 tables are merged into one run, never
+/// level 1 within the same budget (from [`L0_SEEK_TRIGGER`] tables, with any budget left),
+/// appending one run to each guard it reaches even where that guard is full: a store that
+/// stopped taking writes otherwise keeps its level-0 tables, and every read pays for each of
+/// them. Overlapping level-0 tables are merged into one run, never
 /// the oldest moved alone ([`Flsm::level0_for_reads`]).
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
     let threshold = options_of(options).seek_compaction_threshold;
