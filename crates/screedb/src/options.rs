@@ -561,7 +561,7 @@ impl Options {
     }
 
     /// Bytes of the point index of a memtable following one of `previous_entries` (`None`:
-    /// the first): [`INDEX_BYTES_PER_ENTRY`] per expected entry, at most `memtable_index_ratio`
+    /// the first): `INDEX_BYTES_PER_ENTRY` per expected entry, at most `memtable_index_ratio`
     /// of the write buffer.
     pub fn memtable_index_bytes(&self, previous_entries: Option<usize>) -> usize {
         let cap = (self.write_buffer_size as f64 * self.memtable_index_ratio) as usize;

@@ -12,12 +12,12 @@
 //! straight into level 1 ([`flush`]).
 //!
 //! Survivors: entries bound for a new tree pass the same snapshot-stripe rule as every merge
-//! ([`Survivors`]); an append applies it to the batch merged with the leaves it touches, so the
+//! (`Survivors`); an append applies it to the batch merged with the leaves it touches, so the
 //! tree's older versions of a key are judged with the new ones. A tombstone of the oldest
 //! stripe is dropped only when no level below the output holds its key.
 //!
 //! Crash safety: every appended segment and new tree is synced before the edit that names it
-//! is logged (the job's files together, [`SyncBatch`]), new trees' directory entries are made
+//! is logged (the job's files together, `SyncBatch`), new trees' directory entries are made
 //! durable first, and every grown or new tree is opened again (its commit and filter checked)
 //! before the edit names it. A crash before the edit leaves a tail past the MANIFEST's extent,
 //! which readers never see and the next open cuts away.

@@ -187,7 +187,7 @@ impl MemTable {
     }
 
     /// Lets the skiplist's searches compare the bytes after the prefix every key of `previous`
-    /// shared ([`SkipList::set_shared_prefix`]): a store of keys such as `user0000001234`
+    /// shared (`SkipList::set_shared_prefix`): a store of keys such as `user0000001234`
     /// then orders most nodes by one integer comparison. Keys without that prefix are compared
     /// whole, as in a list without one. Call before the first write.
     #[must_use]
@@ -199,7 +199,7 @@ impl MemTable {
 
     /// Samples this memtable's keys for its successor's neighbourhoods
     /// ([`MemTable::with_neighbourhoods_from`]), once; later calls do nothing. A walk of one of
-    /// the skiplist's upper levels, [`SAMPLE_PER_HOOD`] keys for each of the most
+    /// the skiplist's upper levels, `SAMPLE_PER_HOOD` keys for each of the most
     /// neighbourhoods a membuffer has, or up to four times as many (20-60 ms for memtables of
     /// 64 MiB to 1 GiB when every sampled key was copied; now only the kept ones are), so the
     /// drain thread calls it (once the memtable is half full), never the writer at the switch.

@@ -338,7 +338,7 @@ impl VersionSet {
     }
 
     /// The last step of [`VersionSet::log_and_apply`]: takes the manifest writer back and, if
-    /// `written` (the result of [`PreparedEdit::write`]) is Ok, makes the edit's version current.
+    /// `written` (the result of `PreparedEdit::write`) is Ok, makes the edit's version current.
     pub fn install(&mut self, prepared: PreparedEdit, written: Result<()>) -> Result<()> {
         let PreparedEdit {
             edit,

@@ -8,10 +8,10 @@
 //! first); the database adds it up, and seek-based compaction may spend a share of it in
 //! writes (`FlsmOptions::seek_compaction_budget_percent`).
 //!
-//! The counters belong to one [`super::Version`]. A new version carries over the count of every
-//! guard whose bounds and fragments it kept unchanged ([`carry_over`]), so flushes and
-//! compactions elsewhere do not reset a hot guard; a guard whose fragments changed starts at
-//! zero. Each guard has its own atomic, so readers of different guards never touch the same
+//! The counters belong to one [`crate::version::Version`]. A new version carries over the
+//! count of every guard whose bounds and fragments it kept unchanged (`carry_over`), so
+//! flushes and compactions elsewhere do not reset a hot guard; a guard whose fragments changed
+//! starts at zero. Each guard has its own atomic, so readers of different guards never touch the same
 //! counter (sharded by guard); updates are relaxed `fetch_add`s.
 
 use std::cmp::Ordering as KeyOrder;

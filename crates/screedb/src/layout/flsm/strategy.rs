@@ -81,7 +81,7 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
     due.into_iter().map(|(_, level)| level).collect()
 }
 
-/// Seek-based compaction: the hottest guard (see [`crate::version::seeks`]) whose count
+/// Seek-based compaction: the hottest guard (see [`super::seeks`]) whose count
 /// reached `seek_compaction_threshold`, whose fragments overlap (so a read probes several) and
 /// whose bytes (plus 1/8 slack) fit in `state.seek_budget_bytes`, has its fragments merged in place: the cost is
 /// exactly the guard's bytes, and afterwards a read probes one fragment there. When level 0's
@@ -90,7 +90,7 @@ pub fn aggressive_levels(version: &Version, options: &Options) -> Vec<usize> {
 /// appending one run to each guard it reaches even where that guard is full: a store that
 /// stopped taking writes otherwise keeps its level-0 tables, and every read pays for each of
 /// them. Overlapping level-0 tables are merged into one run, never
-/// the oldest moved alone ([`Flsm::level0_for_reads`]).
+/// the oldest moved alone (`Flsm::level0_for_reads`).
 pub fn seek_compaction(version: &Version, options: &Options, state: &State) -> Option<Choice> {
     let threshold = options_of(options).seek_compaction_threshold;
     if threshold == 0 || state.seek_budget_bytes == 0 {

@@ -1,5 +1,5 @@
 //! The Jungle layout (Jungle, Ahn et al., HotStorage'19; docs/jungle.md): every level >= 1 is
-//! a set of disjoint copy-on-write B+-trees ([`crate::table::jungle`]), one per guard range.
+//! a set of disjoint copy-on-write B+-trees (`table::jungle`), one per guard range.
 //!
 //! Level 0 holds flushed sorted tables, as in every layout. A merge into level `n + 1` does not
 //! rewrite the trees there: it *appends* one segment to each overlapping tree (the batch's

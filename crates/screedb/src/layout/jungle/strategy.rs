@@ -376,7 +376,7 @@ impl CompactionStrategy for Jungle {
     }
 
     /// With `prune_guards`, a level-1 guard range the merge leaves without a tree is joined to
-    /// its neighbour ([`upkeep::drop_emptied_guards`]).
+    /// its neighbour (`upkeep::drop_emptied_guards`).
     fn upkeep(&self, current: &Version, options: &Options, state: &State, edit: &mut VersionEdit) {
         if options_of(options).prune_guards {
             upkeep::drop_emptied_guards(current, state, edit);

@@ -245,7 +245,7 @@ impl TreeReader {
     }
 
     /// Caches the leaves this reader decodes in `cache` (its internal nodes are its own; an
-    /// indexed leaf of a mapped file is not cached, see [`TreeReader::node`]).
+    /// indexed leaf of a mapped file is not cached, see `TreeReader::node`).
     pub fn with_node_cache(mut self, cache: Option<Arc<NodeCache>>) -> TreeReader {
         self.cache = cache;
         self
