@@ -33,6 +33,11 @@ use crate::version::{FileRef, Version};
 
 use flsm::FlsmOptions;
 use jungle::JungleOptions;
+
+/// LevelDB's and RocksDB's level-0 compaction trigger: the default of every layout but FLSM
+/// (which writes with [`flsm::L0_COMPACTION_TRIGGER`] and lets seeks fold level 0 at this
+/// count, [`flsm::L0_SEEK_TRIGGER`]).
+pub const LEVELDB_L0_COMPACTION_TRIGGER: usize = 4;
 use trie::TrieOptions;
 
 /// How the levels >= 1 of a database are organised, with that layout's options. The kind is
@@ -108,12 +113,12 @@ impl Layout {
     }
 
     /// Level-0 tables that start a level-0 compaction when `Options::l0_compaction_trigger` is
-    /// 0 (its default): FLSM's [`flsm::L0_COMPACTION_TRIGGER`] (6), 4 for every other layout
-    /// (LevelDB's and RocksDB's).
+    /// 0 (its default): FLSM's [`flsm::L0_COMPACTION_TRIGGER`] (6),
+    /// [`LEVELDB_L0_COMPACTION_TRIGGER`] (4) for every other layout.
     pub fn default_l0_compaction_trigger(&self) -> usize {
         match self {
             Layout::Flsm(_) => flsm::L0_COMPACTION_TRIGGER,
-            Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => 4,
+            Layout::Leveled | Layout::Trie(_) | Layout::Jungle(_) => LEVELDB_L0_COMPACTION_TRIGGER,
         }
     }
 

@@ -43,7 +43,7 @@ pub const L0_COMPACTION_TRIGGER: usize = 6;
 /// its tables (level 0's seek count reached `seek_compaction_threshold`), the store is folded
 /// as LevelDB would have folded it. After a 2M-key load (five tables, under six) the budget
 /// otherwise kept the first ~50k seeks paying for six sources each.
-pub const L0_SEEK_TRIGGER: usize = 4;
+pub const L0_SEEK_TRIGGER: usize = crate::layout::LEVELDB_L0_COMPACTION_TRIGGER;
 
 /// Options of the FLSM layout, carried by [`crate::Layout::default()`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
