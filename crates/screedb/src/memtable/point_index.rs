@@ -2,7 +2,9 @@
 //! key the memtable holds then takes one probe of this table and one node instead of a skiplist
 //! search, a walk of about twenty nodes, each a likely cache miss once the list outgrows the
 //! cache (two misses per node: perf of `screedb serve` under pipelined GETs put a fifth of its
-//! CPU in that walk). RocksDB's closest is a hash-linked-list memtable; LevelDB has none.
+//! CPU in that walk). RocksDB's closest is a hash-linked-list memtable; LevelDB has none. The
+//! skiplist records each node's entry (key and value, which live apart from the node), so a hit
+//! reads them without the node; "node" below means that address.
 //!
 //! Open addressing with linear probing over 64-bit slots. A slot is empty (0) or a node's
 //! address (its low 48 bits) with the top 16 bits of the key's hash as a tag above it, so a

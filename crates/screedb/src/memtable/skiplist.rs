@@ -1,10 +1,14 @@
-//! A skiplist of memtable entries whose nodes live in an [`Arena`], with lock-free readers.
+//! A skiplist of memtable entries whose nodes and entries live in two [`Arena`]s, with lock-free
+//! readers.
 //!
-//! Node layout in the arena (8-byte aligned):
+//! A node's tower and its entry live in two arenas: the nodes (header and next pointers, about
+//! 30 bytes) in one, the entries (key and value) in the other, so that a search, which reads
+//! only headers and towers until the last step, walks a region a few times smaller than the
+//! memtable (docs/memtable.md, "Towers apart from entries"):
 //!
 //! ```text
-//! node  := height: u8 | windowed: u8 | pad: u16 | entry_len: u32 | window: u64
-//!          | next: AtomicPtr<Node>[height] | entry bytes
+//! node  := height: u8 | flags: u8 | entry address: 48 bits | window: u64
+//!          | next: AtomicPtr<Node>[height] | (entry, if flags has ENTRY_INLINE)
 //! entry := internal key len varint | internal key | value len varint | value
 //! ```
 //!
@@ -18,8 +22,8 @@
 //! new pointers finds null there and simply moves down a level.
 //!
 //! With a point index ([`SkipList::set_point_index`], `point_index.rs`), the writer also records
-//! each linked node as its user key's newest, and [`SkipList::newest`] answers a point read of
-//! the latest version with one probe instead of a search.
+//! each linked node's entry as its user key's newest, and [`SkipList::newest`] answers a point
+//! read of the latest version with one probe instead of a search.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::fmt;
@@ -32,7 +36,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::arena::Arena;
 use super::filter::KeyFilter;
 use super::point_index::{self, PointIndex, Probe};
-use crate::coding::get_varint64;
 use crate::comparator::{InternalKeyComparator, bytewise_prefix};
 use crate::key::{self, SequenceNumber, TRAILER_LEN, ValueKind, pack_trailer};
 
@@ -60,17 +63,32 @@ const PREFETCH_AHEAD: usize = 4;
 /// short against a chunk's own time (about 100 us).
 const HANDOFF_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// The fixed part of a node; its tower of `height` next pointers and its entry follow it.
+/// [`Node::flags`]: `window` holds the node's key window ([`SkipList::window_of`]).
+const WINDOWED: u8 = 1;
+
+/// [`Node::flags`]: the entry follows the node's tower in the node's own region, because its
+/// address in the entries arena did not fit the header's [`ENTRY_ADDRESS_BITS`] (or the list
+/// keeps entries inline, [`SkipList::keep_entries_inline`]).
+const ENTRY_INLINE: u8 = 2;
+
+/// Bits of an entry's address a header holds: user-space addresses on x86-64 and AArch64
+/// Linux fit in 48 unless a program maps memory above on purpose (the point index relies on
+/// the same, `point_index.rs`).
+const ENTRY_ADDRESS_BITS: u32 = 48;
+
+/// The fixed part of a node; its tower of `height` next pointers follows it.
 #[repr(C)]
 struct Node {
     height: u8,
-    /// 1 if `window` holds the node's key window ([`SkipList::window_of`]), else 0.
-    windowed: u8,
-    /// Bytes of the entry; a u32 holds any entry of a key and value within
-    /// [`key::MAX_KEY_LEN`] and [`key::MAX_VALUE_LEN`] (checked before any write), and keeps the
-    /// header at 16 bytes: a larger node would fit fewer entries in a memtable and move flush
-    /// boundaries (docs/memtable.md, "Key windows").
-    entry_len: u32,
+    /// [`WINDOWED`] and [`ENTRY_INLINE`].
+    flags: u8,
+    /// The low 16 bits of the entry's address (unless [`ENTRY_INLINE`]): with `entry_high`,
+    /// 48 bits that keep the header at 16 bytes. A larger node would fit fewer entries in a
+    /// memtable and move flush boundaries (docs/memtable.md, "Key windows"). The entry's length
+    /// is read from its own varints.
+    entry_low: u16,
+    /// Bits 16 to 47 of the entry's address.
+    entry_high: u32,
     /// The eight bytes of the entry's user key after the list's shared prefix, as
     /// [`bytewise_prefix`] orders them: a search compares windows first and reads the key only
     /// when they are equal, so most steps touch only the node's first cache line and call no
@@ -78,7 +96,7 @@ struct Node {
     window: u64,
 }
 
-// The header stays at 16 bytes (see `Node::entry_len`).
+// The header stays at 16 bytes (see `Node::entry_low`).
 const _: () = assert!(size_of::<Node>() == 16);
 
 /// A node reachable in a live list, valid for `'a`.
@@ -137,26 +155,74 @@ impl<'a> NodeRef<'a> {
         Some(unsafe { NodeRef::new(next) })
     }
 
-    /// The encoded entry (empty for the head).
-    fn entry(self) -> &'a [u8] {
+    /// Where the node's entry starts (the head's is an empty key and value).
+    fn entry_start(self) -> NonNull<u8> {
         let h = self.header();
-        // SAFETY: `entry_len` initialised bytes follow the tower, inside the node's allocation,
-        // and are never written after the node is published.
-        unsafe {
-            let start = self
-                .ptr
-                .cast::<u8>()
-                .add(size_of::<Node>() + h.height as usize * size_of::<AtomicPtr<Node>>());
-            std::slice::from_raw_parts(start.as_ptr(), h.entry_len as usize)
+        if h.flags & ENTRY_INLINE != 0 {
+            // SAFETY: an inline entry follows the tower, inside the node's allocation.
+            return unsafe { self.ptr.cast::<u8>().add(tower_end(h.height as usize)) };
         }
+        let address = usize::from(h.entry_low) | (h.entry_high as usize) << 16;
+        // `alloc_node` exposed the provenance of this address in the entries arena, which
+        // lives as long as the node's.
+        NonNull::new(std::ptr::with_exposed_provenance_mut::<u8>(address))
+            .expect("a node names its entry")
+    }
+
+    /// The entry's (internal key, value).
+    fn parts(self) -> (&'a [u8], &'a [u8]) {
+        // SAFETY: the invariant says the entry is initialised and lives for 'a.
+        unsafe { entry_parts(self.entry_start()) }
     }
 
     fn key(self) -> &'a [u8] {
-        decode_entry(self.entry()).map_or(&[], |(k, _)| k)
+        self.parts().0
     }
 
     fn value(self) -> &'a [u8] {
-        decode_entry(self.entry()).map_or(&[], |(_, v)| v)
+        self.parts().1
+    }
+}
+
+/// Bytes from a node's start to the end of a tower of `height` next pointers.
+fn tower_end(height: usize) -> usize {
+    size_of::<Node>() + height * size_of::<AtomicPtr<Node>>()
+}
+
+/// The (internal key, value) of the entry at `start`.
+///
+/// # Safety
+/// `start` must begin an entry written by [`SkipList::alloc_entry`] (or the head's), whose
+/// bytes stay initialised and unchanged for `'a`.
+unsafe fn entry_parts<'a>(start: NonNull<u8>) -> (&'a [u8], &'a [u8]) {
+    // SAFETY: the entry is two well-formed varints, each followed by as many bytes as it
+    // says, so every byte read lies inside it.
+    unsafe {
+        let (key_len, n) = raw_varint(start);
+        let key = start.add(n);
+        let (value_len, m) = raw_varint(key.add(key_len));
+        let value = key.add(key_len + m);
+        (
+            std::slice::from_raw_parts(key.as_ptr(), key_len),
+            std::slice::from_raw_parts(value.as_ptr(), value_len),
+        )
+    }
+}
+
+/// Decodes the varint at `p` (written by [`varint`]): (value, bytes).
+///
+/// # Safety
+/// `p` must begin a complete, initialised varint.
+unsafe fn raw_varint(p: NonNull<u8>) -> (usize, usize) {
+    let (mut value, mut n) = (0usize, 0usize);
+    loop {
+        // SAFETY: the caller's varint continues while its bytes have the high bit set.
+        let byte = unsafe { *p.add(n).as_ptr() };
+        value |= usize::from(byte & 0x7f) << (7 * n);
+        n += 1;
+        if byte < 0x80 {
+            return (value, n);
+        }
     }
 }
 
@@ -171,17 +237,6 @@ fn varint(mut v: u64) -> ([u8; 10], usize) {
     }
     buf[n] = v as u8;
     (buf, n + 1)
-}
-
-/// Splits an entry into (internal key, value); `None` only if the bytes are not an entry.
-fn decode_entry(entry: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (klen, n) = get_varint64(entry)?;
-    let (key, rest) = entry
-        .get(n..)?
-        .split_at_checked(usize::try_from(klen).ok()?)?;
-    let (vlen, n) = get_varint64(rest)?;
-    let value = rest.get(n..)?.get(..usize::try_from(vlen).ok()?)?;
-    Some((key, value))
 }
 
 /// Sets `buf` to the internal key of `e`.
@@ -252,7 +307,13 @@ pub(crate) enum Newest<'a> {
 
 /// An ordered set of entries; one writer at a time, any number of lock-free readers.
 pub(crate) struct SkipList {
+    /// Nodes: headers and towers.
     arena: Arena,
+    /// Entries: keys and values.
+    entries: Arena,
+    /// Every entry follows its node's tower ([`ENTRY_INLINE`]) instead of living in `entries`:
+    /// for tests of that layout, which no address on a supported platform needs otherwise.
+    entries_inline: bool,
     /// A sentinel of height [`MAX_HEIGHT`] with an empty entry; never compared.
     head: NonNull<Node>,
     /// Levels in use (1..=MAX_HEIGHT); a hint for readers, exact for the writer.
@@ -273,9 +334,10 @@ pub(crate) struct SkipList {
     index: Option<PointIndex>,
 }
 
-// SAFETY: the list owns its arena; `head` and every node pointer point into it. Nodes are
-// immutable after publication except for their atomic next pointers, and mutation is serialized
-// by `writer`, so the list may be shared and sent between threads.
+// SAFETY: the list owns its arenas; `head`, every node pointer and every entry address point
+// into them. Nodes and entries are immutable after publication except for the nodes' atomic next
+// pointers, and mutation is serialized by `writer`, so the list may be shared and sent between
+// threads.
 unsafe impl Send for SkipList {}
 // SAFETY: see `Send` above.
 unsafe impl Sync for SkipList {}
@@ -294,9 +356,11 @@ impl SkipList {
     /// An empty list ordered by `cmp`.
     pub(crate) fn new(cmp: InternalKeyComparator) -> Self {
         let arena = Arena::new();
-        let head = alloc_node(&arena, MAX_HEIGHT, 0, None).cast();
+        let head = alloc_head(&arena);
         SkipList {
             arena,
+            entries: Arena::new(),
+            entries_inline: false,
             head,
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
@@ -347,16 +411,16 @@ impl SkipList {
         let Some(index) = &self.index else {
             return Newest::Unknown;
         };
-        let probe = index.find(point_index::hash(user_key), |node| {
-            // SAFETY: the index names only nodes linked into this list.
-            let node = unsafe { NodeRef::new(node.cast()) };
-            key::user_key(node.key()) == user_key
+        let probe = index.find(point_index::hash(user_key), |entry| {
+            // SAFETY: the index names only entries of nodes linked into this list.
+            let (key, _) = unsafe { entry_parts(entry) };
+            key::user_key(key) == user_key
         });
         match probe {
-            Probe::Hit(node) => {
+            Probe::Hit(entry) => {
                 // SAFETY: as above.
-                let node = unsafe { NodeRef::new(node.cast::<Node>()) };
-                Newest::Entry(node.key(), node.value())
+                let (key, value) = unsafe { entry_parts(entry) };
+                Newest::Entry(key, value)
             }
             Probe::Absent => Newest::Absent,
             Probe::Unknown => Newest::Unknown,
@@ -397,9 +461,9 @@ impl SkipList {
         };
         let key = new.key();
         let user = key::user_key(key);
-        index.record(hash, new.ptr.cast(), |other| {
-            // SAFETY: the index names only nodes linked into this list.
-            let other = unsafe { NodeRef::new(other.cast()) }.key();
+        index.record(hash, new.entry_start(), |other| {
+            // SAFETY: the index names only entries of nodes linked into this list.
+            let (other, _) = unsafe { entry_parts(other) };
             (key::user_key(other) == user).then(|| key::trailer(key) > key::trailer(other))
         });
     }
@@ -444,14 +508,21 @@ impl SkipList {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Bytes the arena has reserved.
+    /// Bytes the arenas have reserved.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.arena.memory_usage()
+        self.arena.memory_usage() + self.entries.memory_usage()
     }
 
-    /// Bytes the nodes occupy in the arena.
+    /// Bytes the nodes and entries occupy in the arenas.
     pub(crate) fn allocated_bytes(&self) -> usize {
-        self.arena.allocated_bytes()
+        self.arena.allocated_bytes() + self.entries.allocated_bytes()
+    }
+
+    /// Makes every later node keep its entry after its tower, as when an entry's address does
+    /// not fit a header: tests run that layout through this.
+    #[cfg(test)]
+    pub(crate) fn keep_entries_inline(&mut self) {
+        self.entries_inline = true;
     }
 
     /// The comparator ordering the list.
@@ -476,7 +547,7 @@ impl SkipList {
         let key = new.key();
         let mut prev = [self.head(); MAX_HEIGHT];
         let at = self.find_ge(key, Some(&mut prev));
-        if at.is_some_and(|n| self.cmp.compare(n.key(), key) == CmpOrdering::Equal) {
+        if at.is_some_and(|n| self.holds(n, key, self.search_window(key))) {
             // The node stays unlinked: its arena bytes are lost, as rare as the duplicate.
             return;
         }
@@ -548,7 +619,7 @@ impl SkipList {
                     }
                     None => self.find_ge_from(ikey, &mut prev),
                 };
-                if at.is_some_and(|n| self.cmp.compare(n.key(), ikey) == CmpOrdering::Equal) {
+                if at.is_some_and(|n| self.holds(n, ikey, self.search_window(ikey))) {
                     continue;
                 }
                 let new = self.alloc_entry(rng.height(), e.user_key, e.seq, e.kind, e.value);
@@ -640,10 +711,7 @@ impl SkipList {
         let mut x = prev[level];
         loop {
             let hint = prev[level];
-            if !self.is_head(hint)
-                && (self.is_head(x)
-                    || self.cmp.compare(hint.key(), x.key()) == CmpOrdering::Greater)
-            {
+            if !self.is_head(hint) && (self.is_head(x) || self.node_after(hint, x)) {
                 x = hint;
             }
             loop {
@@ -676,7 +744,13 @@ impl SkipList {
         let (vlen_buf, vlen_n) = varint(value.len() as u64);
         let (klen, vlen) = (&klen_buf[..klen_n], &vlen_buf[..vlen_n]);
         let entry_len = klen.len() + ikey_len + vlen.len() + value.len();
-        let node = alloc_node(&self.arena, height, entry_len, self.window_of(user_key));
+        let node = alloc_node(
+            &self.arena,
+            (!self.entries_inline).then_some(&self.entries),
+            height,
+            entry_len,
+            self.window_of(user_key),
+        );
         let trailer = pack_trailer(seq, kind).to_le_bytes();
         let mut pos = 0;
         for part in [klen, user_key, &trailer, vlen, value] {
@@ -722,12 +796,38 @@ impl SkipList {
     fn before(&self, n: NodeRef<'_>, key: &[u8], window: Option<u64>) -> bool {
         let h = n.header();
         if let Some(w) = window
-            && h.windowed == 1
+            && h.flags & WINDOWED != 0
             && h.window != w
         {
             return h.window < w;
         }
         self.cmp.compare(n.key(), key) == CmpOrdering::Less
+    }
+
+    /// Whether node `n` holds the internal key `key`, whose [`SkipList::search_window`] is
+    /// `window`: windows that differ say no without reading the node's entry (which lives
+    /// apart from the node, a cache miss of its own).
+    #[inline]
+    fn holds(&self, n: NodeRef<'_>, key: &[u8], window: Option<u64>) -> bool {
+        let h = n.header();
+        if let Some(w) = window
+            && h.flags & WINDOWED != 0
+            && h.window != w
+        {
+            return false;
+        }
+        self.cmp.compare(n.key(), key) == CmpOrdering::Equal
+    }
+
+    /// Whether node `a` orders after node `b`: by their windows when both have one and they
+    /// differ, else by their keys.
+    #[inline]
+    fn node_after(&self, a: NodeRef<'_>, b: NodeRef<'_>) -> bool {
+        let (ha, hb) = (a.header(), b.header());
+        if ha.flags & hb.flags & WINDOWED != 0 && ha.window != hb.window {
+            return ha.window > hb.window;
+        }
+        self.cmp.compare(a.key(), b.key()) == CmpOrdering::Greater
     }
 
     /// The first node with key >= `key`; fills `prev[level]` with the last node < `key`.
@@ -837,35 +937,60 @@ impl NewNode<'_> {
     }
 }
 
-/// Allocates a node of `height` levels with room for `entry_len` entry bytes.
-fn alloc_node(arena: &Arena, height: usize, entry_len: usize, window: Option<u64>) -> NewNode<'_> {
-    let entry_len_u32 = u32::try_from(entry_len)
-        .expect("a memtable entry over 4 GiB: key and value limits are checked before any write");
+/// Allocates a node of `height` levels in `nodes` whose `entry_len` entry bytes go in
+/// `entries`, or after the tower when there is no `entries` or the entry's address there does
+/// not fit the header (the bytes taken from `entries` are then lost, as no supported platform
+/// hands out such addresses).
+fn alloc_node<'a>(
+    nodes: &'a Arena,
+    entries: Option<&'a Arena>,
+    height: usize,
+    entry_len: usize,
+    window: Option<u64>,
+) -> NewNode<'a> {
     debug_assert!(height <= MAX_HEIGHT);
-    let tower = height * size_of::<AtomicPtr<Node>>();
-    let ptr = arena.allocate(size_of::<Node>() + tower + entry_len, align_of::<Node>());
-    // SAFETY: the region is ours, large enough and aligned for `Node` (whose size is a multiple
-    // of the AtomicPtr alignment, so the tower is aligned too); we initialise the header and
-    // tower, and hand out the entry bytes as `MaybeUninit`.
+    // Exposed, so that `NodeRef::entry_start` may turn the address back into a pointer.
+    let apart = entries
+        .map(|arena| arena.allocate(entry_len, 1))
+        .filter(|entry| entry.as_ptr().expose_provenance() >> ENTRY_ADDRESS_BITS == 0);
+    let inline_len = if apart.is_some() { 0 } else { entry_len };
+    let ptr = nodes.allocate(tower_end(height) + inline_len, align_of::<Node>());
+    let mut flags = if window.is_some() { WINDOWED } else { 0 };
+    let address = match apart {
+        Some(entry) => entry.as_ptr().addr(),
+        None => {
+            flags |= ENTRY_INLINE;
+            0
+        }
+    };
+    // SAFETY: the node's region is ours, large enough and aligned for `Node` (whose size is a
+    // multiple of the AtomicPtr alignment, so the tower is aligned too); we initialise the
+    // header and tower, and hand out the entry bytes (after the tower, or the region of
+    // `entries`, also ours) as `MaybeUninit`.
     unsafe {
         ptr.cast::<Node>().write(Node {
             height: height as u8,
-            windowed: u8::from(window.is_some()),
-            entry_len: entry_len_u32,
+            flags,
+            entry_low: address as u16,
+            entry_high: (address >> 16) as u32,
             window: window.unwrap_or(0),
         });
         let slots = ptr.add(size_of::<Node>()).cast::<AtomicPtr<Node>>();
         for i in 0..height {
             slots.add(i).write(AtomicPtr::new(ptr::null_mut()));
         }
-        let entry = std::slice::from_raw_parts_mut(
-            ptr.add(size_of::<Node>() + tower)
-                .cast::<MaybeUninit<u8>>()
-                .as_ptr(),
-            entry_len,
-        );
+        let entry = apart.unwrap_or_else(|| ptr.add(tower_end(height)));
+        let entry =
+            std::slice::from_raw_parts_mut(entry.cast::<MaybeUninit<u8>>().as_ptr(), entry_len);
         NewNode { ptr, entry }
     }
+}
+
+/// Allocates the head: a node of [`MAX_HEIGHT`] whose inline entry has an empty key and value.
+fn alloc_head(nodes: &Arena) -> NonNull<Node> {
+    let head = alloc_node(nodes, None, MAX_HEIGHT, 2, None);
+    head.entry.write_copy_of_slice(&[0, 0]);
+    head.cast()
 }
 
 /// A cursor over a shared list; keeps the list (and so its arena) alive.

@@ -33,16 +33,70 @@ fn heights_follow_branching_four() {
 }
 
 #[test]
-fn entries_decode_and_bad_entries_do_not_panic() {
-    let (buf, n) = varint(300);
-    assert_eq!(get_varint64(&buf[..n]), Some((300, 2)));
+fn entries_decode_with_lengths_of_one_and_several_varint_bytes() {
+    for (key_len, value_len) in [(0, 0), (9, 1), (127, 128), (200, 70_000)] {
+        let (key, value) = (vec![7u8; key_len], vec![9u8; value_len]);
+        let ((k, kn), (v, vn)) = (varint(key_len as u64), varint(value_len as u64));
+        let entry = [&k[..kn], &key, &v[..vn], &value].concat();
+        // SAFETY: `entry` is a complete entry and outlives the slices.
+        let (k, v) = unsafe { entry_parts(NonNull::from(&entry[..]).cast::<u8>()) };
+        assert_eq!((k, v), (&key[..], &value[..]));
+    }
+}
+
+/// A list whose entries follow their towers (the layout for an address a header cannot hold)
+/// reads as one whose entries live apart: same order, same point reads, same seeks.
+#[test]
+fn entries_kept_after_their_towers_read_as_entries_kept_apart() {
+    let lists: Vec<SkipList> = (0..2)
+        .map(|i| {
+            let mut list = SkipList::new(InternalKeyComparator::new(default_comparator()));
+            list.set_point_index(1 << 16, None);
+            if i == 1 {
+                list.keep_entries_inline();
+            }
+            list
+        })
+        .collect();
+    let keys: Vec<u64> = (0..2_000u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9) % 5_000)
+        .collect();
+    for (seq, &k) in keys.iter().enumerate() {
+        // Every tenth value takes a two-byte length.
+        let value = if seq % 10 == 0 {
+            vec![3u8; 300]
+        } else {
+            value_for(k)
+        };
+        for list in &lists {
+            list.insert(&k.to_be_bytes(), seq as u64 + 1, ValueKind::Value, &value);
+        }
+    }
     assert_eq!(
-        decode_entry(&[3, b'a', b'b', b'c', 1, b'v']),
-        Some((&b"abc"[..], &b"v"[..]))
+        lists[1].entries.allocated_bytes(),
+        0,
+        "inline entries took the entries arena"
     );
-    assert_eq!(decode_entry(&[3, b'a']), None);
-    assert_eq!(decode_entry(&[0, 5, 1]), None);
-    assert_eq!(decode_entry(&[0xff]), None);
+    assert!(lists[0].entries.allocated_bytes() > 0);
+    let [apart, inline] = [0, 1].map(|i| {
+        let mut seen = Vec::new();
+        let mut x = lists[i].head().next(0);
+        while let Some(node) = x {
+            seen.push((node.key().to_vec(), node.value().to_vec()));
+            x = node.next(0);
+        }
+        check_levels(&lists[i]);
+        seen
+    });
+    assert_eq!(apart, inline);
+    for &k in &keys {
+        let user = k.to_be_bytes();
+        let found: Vec<_> = lists.iter().map(|l| l.newest(&user)).collect();
+        assert!(matches!(found[0], Newest::Entry(key, _) if key::user_key(key) == user));
+        assert_eq!(found[0], found[1]);
+        let target = make_internal_key(&user, key::MAX_SEQUENCE, ValueKind::FOR_SEEK);
+        assert_eq!(lists[0].seek(&target), lists[1].seek(&target));
+    }
 }
 
 #[test]
