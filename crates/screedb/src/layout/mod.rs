@@ -33,12 +33,12 @@ use crate::version::{FileRef, Version};
 
 use flsm::FlsmOptions;
 use jungle::JungleOptions;
+use trie::TrieOptions;
 
 /// LevelDB's and RocksDB's level-0 compaction trigger: the default of every layout but FLSM
 /// (which writes with [`flsm::L0_COMPACTION_TRIGGER`] and lets seeks fold level 0 at this
 /// count, [`flsm::L0_SEEK_TRIGGER`]).
 pub const LEVELDB_L0_COMPACTION_TRIGGER: usize = 4;
-use trie::TrieOptions;
 
 /// How the levels >= 1 of a database are organised, with that layout's options. The kind is
 /// written to the manifest at creation. Default: `Flsm(FlsmOptions::default())`.

@@ -11,8 +11,8 @@
 //! The counters belong to one [`crate::version::Version`]. A new version carries over the
 //! count of every guard whose bounds and fragments it kept unchanged (`carry_over`), so
 //! flushes and compactions elsewhere do not reset a hot guard; a guard whose fragments changed
-//! starts at zero. Each guard has its own atomic, so readers of different guards never touch the same
-//! counter (sharded by guard); updates are relaxed `fetch_add`s.
+//! starts at zero. Each guard has its own atomic, so readers of different guards never touch
+//! the same counter (sharded by guard); updates are relaxed `fetch_add`s.
 
 use std::cmp::Ordering as KeyOrder;
 use std::sync::atomic::{AtomicU32, Ordering};
