@@ -258,7 +258,9 @@ pub struct Options {
     /// accepted and has no effect. Default: 0 (the same priority).
     /// RocksDB: `Env::LowerThreadPoolCPUPriority`.
     pub background_nice: i32,
-    /// Bytes of pending compaction at which writes are delayed. Default: 64 GiB.
+    /// Bytes of pending compaction at which writes are delayed, as the layout estimates them
+    /// (`CompactionStrategy::pending_bytes`: what its levels hold past the bounds its
+    /// compaction keeps them to). Default: 64 GiB.
     /// RocksDB: `soft_pending_compaction_bytes_limit`.
     pub soft_pending_compaction_bytes: u64,
     /// Bytes of pending compaction at which writes stop. Default: 256 GiB.

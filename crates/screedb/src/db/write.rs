@@ -288,7 +288,7 @@ pub(super) fn make_room_for_write<'a>(
         }
         let version = st.versions.current();
         let l0 = version.files(0).len();
-        let pending = version.pending_compaction_bytes(opts);
+        let pending = inner.strategy.pending_bytes(&version, opts);
         drop(version);
         let empty = st.mem.is_empty();
         if (!force && st.mem.approximate_memory_usage() <= opts.write_buffer_size)
@@ -330,7 +330,7 @@ fn pace<'a>(
     let version = st.versions.current();
     let debt = Debt {
         l0_tables: version.files(0).len(),
-        pending_bytes: version.pending_compaction_bytes(opts),
+        pending_bytes: inner.strategy.pending_bytes(&version, opts),
     };
     drop(version);
     let triggers = Triggers {

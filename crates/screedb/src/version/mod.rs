@@ -596,16 +596,25 @@ impl Version {
 
     /// Estimated bytes compaction must rewrite to bring every level back under its target:
     /// level 0's bytes once it reached the compaction trigger, plus each level's excess over its
-    /// target. Drives the pending-compaction write stall (as RocksDB's estimate does).
+    /// target (as RocksDB's estimate does). The default of
+    /// [`CompactionStrategy::pending_bytes`](crate::compaction::CompactionStrategy::pending_bytes).
     pub fn pending_compaction_bytes(&self, options: &crate::options::Options) -> u64 {
+        self.pending_over_limits(options, |level| options.level_target_bytes(level))
+    }
+
+    /// Level 0's bytes once it reached the compaction trigger, plus each level's excess over
+    /// `limit(level)` (levels 1 to the one above the last).
+    pub fn pending_over_limits(
+        &self,
+        options: &crate::options::Options,
+        limit: impl Fn(usize) -> u64,
+    ) -> u64 {
         let mut pending = 0u64;
         if self.files(0).len() >= options.l0_trigger() {
             pending += self.level_bytes(0);
         }
         for level in 1..self.num_levels().saturating_sub(1) {
-            pending += self
-                .level_bytes(level)
-                .saturating_sub(options.level_target_bytes(level));
+            pending += self.level_bytes(level).saturating_sub(limit(level));
         }
         pending
     }

@@ -73,6 +73,12 @@ pub(crate) fn fresh_bytes(t: &FileMeta) -> u64 {
     t.live_or_file_bytes() + t.num_entries * ENTRY_OVERHEAD + TREE_OVERHEAD
 }
 
+/// Bytes level `level` (>= 1, above the last) may hold before it merges down: as in the paper,
+/// C times the leveled target, so a value is appended to fewer levels.
+fn level_limit(options: &Options, level: usize) -> f64 {
+    options.level_target_bytes(level) as f64 * options_of(options).compaction_factor
+}
+
 /// The guard ranges of `level` the user keys `[s, l]` fall in, as an inclusive index interval.
 fn span(version: &Version, level: usize, s: &[u8], l: &[u8]) -> (usize, usize) {
     let ucmp = version.icmp().user();
@@ -310,11 +316,7 @@ impl CompactionStrategy for Jungle {
         }
         let mut over: Vec<(f64, usize)> = (1..last)
             .map(|level| {
-                // As in the paper: a level's file bytes may reach C x the leveled target before
-                // it merges down, so a value is appended to fewer levels.
-                let limit = options.level_target_bytes(level) as f64
-                    * options_of(options).compaction_factor;
-                let score = version.level_bytes(level) as f64 / limit;
+                let score = version.level_bytes(level) as f64 / level_limit(options, level);
                 (score, level)
             })
             .filter(|(score, _)| *score >= 1.0)
@@ -373,6 +375,13 @@ impl CompactionStrategy for Jungle {
         }
         // Background work is paused, so nothing is busy.
         Self::into_next(version, options, &State::default(), level, inputs)
+    }
+
+    /// Level 0 at its trigger, and each level's excess over C times its target (what `choose`
+    /// merges down); the leveled estimate would count a level within its bound as (C - 1)
+    /// targets behind and slow writes that are not.
+    fn pending_bytes(&self, version: &Version, options: &Options) -> u64 {
+        version.pending_over_limits(options, |level| level_limit(options, level) as u64)
     }
 
     /// With `prune_guards`, a level-1 guard range the merge leaves without a tree is joined to

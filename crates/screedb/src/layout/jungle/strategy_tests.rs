@@ -126,3 +126,21 @@ fn a_busy_range_or_tree_is_not_moved() {
         Choice::Move { .. }
     ));
 }
+
+#[test]
+fn pending_bytes_count_only_what_passes_c_times_a_level_target() {
+    // Level 1 within C x its target (3 x 1000): nothing owed, where the leveled estimate would
+    // count 1500 bytes behind and slow writes.
+    let v = version(
+        &[],
+        vec![(1, tree(1, "a", "f", 1200)), (1, tree(2, "g", "m", 1300))],
+    );
+    assert_eq!(Jungle.pending_bytes(&v, &options()), 0);
+    assert_eq!(v.pending_compaction_bytes(&options()), 1500);
+    // Past it: the excess.
+    let v = version(
+        &[],
+        vec![(1, tree(1, "a", "f", 1700)), (1, tree(2, "g", "m", 1800))],
+    );
+    assert_eq!(Jungle.pending_bytes(&v, &options()), 500);
+}
