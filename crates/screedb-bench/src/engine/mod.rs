@@ -72,6 +72,14 @@ pub struct EngineConfig {
     pub l0_compaction_trigger: Option<usize>,
     /// Jungle's compaction factor C (`None`: the layout's default); other layouts ignore it.
     pub compaction_factor: Option<f64>,
+    /// Pending compaction bytes that slow writes (`None`: the engine's default); ScreeDB and
+    /// RocksDB.
+    pub soft_pending_compaction_bytes: Option<u64>,
+    /// Pending compaction bytes that stop writes (`None`: the engine's default); ScreeDB and
+    /// RocksDB.
+    pub hard_pending_compaction_bytes: Option<u64>,
+    /// The pace of slowed writes in bytes per second (`None`: the engine's default); ScreeDB.
+    pub delayed_write_rate: Option<u64>,
     /// Create the database if the directory holds none (false under `--use_existing_db`, as
     /// db_bench's `create_if_missing = !use_existing_db`: a mistyped path is an error, not an
     /// empty database read at millions of misses a second). fjall always creates.
@@ -119,6 +127,9 @@ impl EngineConfig {
             max_bytes_for_level_base: None,
             l0_compaction_trigger: None,
             compaction_factor: None,
+            soft_pending_compaction_bytes: None,
+            hard_pending_compaction_bytes: None,
+            delayed_write_rate: None,
             create_if_missing: true,
             jungle_node_bytes: None,
             jungle_prune_guards: None,

@@ -91,6 +91,16 @@ impl RocksDbEngine {
         if let Some(n) = config.l0_compaction_trigger {
             opts.set_level_zero_file_num_compaction_trigger(i32::try_from(n).unwrap_or(i32::MAX));
         }
+        if let Some(bytes) = config.soft_pending_compaction_bytes {
+            opts.set_soft_pending_compaction_bytes_limit(
+                usize::try_from(bytes).unwrap_or(usize::MAX),
+            );
+        }
+        if let Some(bytes) = config.hard_pending_compaction_bytes {
+            opts.set_hard_pending_compaction_bytes_limit(
+                usize::try_from(bytes).unwrap_or(usize::MAX),
+            );
+        }
         opts.set_max_background_jobs(2);
         opts.set_compression_type(match config.compression {
             Compression::None => DBCompressionType::None,

@@ -33,6 +33,15 @@ impl ScreeDbEngine {
         if let Some(n) = config.l0_compaction_trigger {
             options.l0_compaction_trigger = n;
         }
+        if let Some(bytes) = config.soft_pending_compaction_bytes {
+            options.soft_pending_compaction_bytes = bytes;
+        }
+        if let Some(bytes) = config.hard_pending_compaction_bytes {
+            options.hard_pending_compaction_bytes = bytes;
+        }
+        if let Some(rate) = config.delayed_write_rate {
+            options.delayed_write_rate = rate;
+        }
         if let (Some(c), ::screedb::Layout::Jungle(jungle)) =
             (config.compaction_factor, &mut options.layout)
         {
