@@ -178,7 +178,7 @@ pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
     /// Estimated bytes compaction must still merge before this layout's levels are within the
     /// bounds `choose` keeps them to; drives the pending-compaction write stall
     /// (`Options::soft_pending_compaction_bytes`). Pure, like `choose`, and cheap: the write
-    /// leader asks once per slowed group. Default: level 0's bytes once it reached the
+    /// leader asks for every write group, holding the database mutex. Default: level 0's bytes once it reached the
     /// compaction trigger, plus each level's excess over `Options::level_target_bytes`
     /// ([`Version::pending_compaction_bytes`], as RocksDB estimates it for leveled).
     fn pending_bytes(&self, version: &Version, options: &Options) -> u64 {

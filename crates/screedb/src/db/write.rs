@@ -286,16 +286,17 @@ pub(super) fn make_room_for_write<'a>(
         if inner.shutting_down.load(Ordering::Acquire) {
             return (Err(Error::Closed), st);
         }
-        let version = st.versions.current();
-        let l0 = version.files(0).len();
-        let pending = inner.strategy.pending_bytes(&version, opts);
-        drop(version);
         let empty = st.mem.is_empty();
         if (!force && st.mem.approximate_memory_usage() <= opts.write_buffer_size)
             || (force && empty)
         {
             return (Ok(()), st);
         }
+        // The debt matters only to a switch: the common case above does not read it.
+        let version = st.versions.current();
+        let l0 = version.files(0).len();
+        let pending = inner.strategy.pending_bytes(&version, opts);
+        drop(version);
         if st.imms.len() + 1 >= opts.max_write_buffers
             || l0 >= opts.l0_stop_trigger
             || pending >= opts.hard_pending_compaction_bytes

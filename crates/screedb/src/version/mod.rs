@@ -602,6 +602,16 @@ impl Version {
         self.pending_over_limits(options, |level| options.level_target_bytes(level))
     }
 
+    /// Level 0's bytes once it holds `l0_trigger()` tables (all of them are then owed to
+    /// level 1), else 0.
+    pub fn level0_pending_bytes(&self, options: &crate::options::Options) -> u64 {
+        if self.files(0).len() >= options.l0_trigger() {
+            self.level_bytes(0)
+        } else {
+            0
+        }
+    }
+
     /// Level 0's bytes once it reached the compaction trigger, plus each level's excess over
     /// `limit(level)` (levels 1 to the one above the last).
     pub fn pending_over_limits(
@@ -609,10 +619,7 @@ impl Version {
         options: &crate::options::Options,
         limit: impl Fn(usize) -> u64,
     ) -> u64 {
-        let mut pending = 0u64;
-        if self.files(0).len() >= options.l0_trigger() {
-            pending += self.level_bytes(0);
-        }
+        let mut pending = self.level0_pending_bytes(options);
         for level in 1..self.num_levels().saturating_sub(1) {
             pending += self.level_bytes(level).saturating_sub(limit(level));
         }

@@ -177,13 +177,11 @@ impl CompactionStrategy for Trie {
     /// Level 0 at its trigger, and above the trie's last level the oldest `split_tables`
     /// tables of each container holding that many (the splits `choose` owes). Level byte
     /// targets, which this layout does not consult, play no part; nor does the last level's
-    /// garbage, which a merge in place collects without pushing anything down.
+    /// garbage, which a merge in place collects without pushing anything down. Walks the
+    /// containers above the last level (8 on level 1, 64 on level 2, ...).
     fn pending_bytes(&self, version: &Version, options: &Options) -> u64 {
-        let split = options_of(options).split_tables.max(1);
-        let mut pending = 0;
-        if version.files(0).len() >= options.l0_trigger() {
-            pending += version.level_bytes(0);
-        }
+        let split = options_of(options).split_tables;
+        let mut pending = version.level0_pending_bytes(options);
         for level in 1..super::deepest_level(version) {
             for container in version.runs(level) {
                 if container.len() >= split {
