@@ -37,7 +37,12 @@ use crate::error::Result;
 pub struct JungleOptions {
     /// C: a tree is rewritten once its file holds more than C times its live bytes (key and
     /// value bytes of the entries it holds). At least 1.1. Default: 3.0 (Jungle's code default
-    /// is 300%). Lower C saves space and costs writes.
+    /// is 300%). Lower C saves space and costs writes. The deepest level's trees are rewritten
+    /// a little earlier while that level together passes (1 + C) / 2, so they do not all reach
+    /// C at once. C bounds the store's space only while compaction keeps up with the writer; a
+    /// writer faster than it piles merges up in the upper levels unless
+    /// `Options::soft_pending_compaction_bytes` / `hard_pending_compaction_bytes` pace it
+    /// (docs/jungle.md, "Staggered rewrites, paced writes").
     pub compaction_factor: f64,
     /// A tree holding more than this many times `target_file_size` of live data is rewritten
     /// into trees of at most `target_file_size`. At least 1.1. Default: 1.5 (Jungle's).

@@ -12,7 +12,10 @@
 //! - a tree holding more than `split_factor * target_file_size` of live data is rewritten into
 //!   several (new guards cut it);
 //! - a tree whose file passes `compaction_factor` times its live bytes (plus the metadata a
-//!   fresh tree of them needs, [`fresh_bytes`]) is rewritten in place (the largest ratio first), dropping shadowed versions and, where nothing lies below, tombstones.
+//!   fresh tree of them needs, [`fresh_bytes`]) is rewritten in place (the largest ratio
+//!   first), dropping shadowed versions and, where nothing lies below, tombstones; on the
+//!   deepest level, while its trees together pass (1 + C) / 2, every tree above the level's
+//!   own ratio is ([`rewrite_ratio`]).
 //!
 //! No two jobs touch one tree (inputs and append targets are busy files), and no two jobs write
 //! the same guard range of a level (a new tree may appear in any range the job's keys span).
@@ -77,6 +80,34 @@ pub(crate) fn fresh_bytes(t: &FileMeta) -> u64 {
 /// C times the leveled target, so a value is appended to fewer levels.
 fn level_limit(options: &Options, level: usize) -> f64 {
     options.level_target_bytes(level) as f64 * options_of(options).compaction_factor
+}
+
+/// The space ratio (file bytes over [`fresh_bytes`]) past which a tree of `level` is rewritten,
+/// or replaced rather than appended to: C, except on the deepest level while its trees together
+/// pass (1 + C) / 2, when it is the level's own ratio. Appends reach the deepest level's trees
+/// evenly, so trees rewritten only at C all reach it together and the level's bytes swing
+/// between about 1 and C times its live bytes; rewriting the trees above the level's ratio
+/// first spreads them out until their ratios lie evenly between 1 and C, where the level
+/// holds (1 + C) / 2 and each tree is still rewritten at about C (docs/jungle.md,
+/// "Staggered rewrites").
+fn rewrite_ratio(version: &Version, options: &Options, level: usize) -> f64 {
+    let c = options_of(options).compaction_factor;
+    if version.deepest_level() != Some(level) {
+        return c;
+    }
+    let (file, fresh) = version
+        .files(level)
+        .iter()
+        .filter(|t| t.format == TableFormat::Tree)
+        .fold((0u64, 0u64), |(file, fresh), t| {
+            (file + t.file_size, fresh + fresh_bytes(t))
+        });
+    let ratio = file as f64 / fresh.max(1) as f64;
+    if ratio > (1.0 + c) / 2.0 {
+        ratio.min(c)
+    } else {
+        c
+    }
 }
 
 /// The guard ranges of `level` the user keys `[s, l]` fall in, as an inclusive index interval.
@@ -194,9 +225,10 @@ impl Jungle {
                 target_file_size: options.target_file_size,
                 new_guard_bits: bits,
                 rewrite: false,
-                // The append that would take a tree past C is a rewrite instead: the next job
-                // would rewrite it anyway, and both files would share the disk meanwhile.
-                replace_past_percent: (options_of(options).compaction_factor * 100.0) as u32,
+                // The append that would take a tree past its rewrite ratio is a rewrite
+                // instead: the next job would rewrite it anyway, and both files would share
+                // the disk meanwhile.
+                replace_past_percent: (rewrite_ratio(version, options, out) * 100.0) as u32,
             },
             seek: false,
         })
@@ -241,7 +273,7 @@ impl Jungle {
             target_file_size: options.target_file_size,
             new_guard_bits: guard_bits_for(options.target_file_size, bytes, entries),
             rewrite: false,
-            replace_past_percent: (options_of(options).compaction_factor * 100.0) as u32,
+            replace_past_percent: (rewrite_ratio(version, options, 1) * 100.0) as u32,
         };
         Some((plan, targets))
     }
@@ -269,6 +301,7 @@ impl Jungle {
         let split_at = options.target_file_size as f64 * jungle.split_factor;
         let mut best: Option<(f64, usize, &FileRef)> = None;
         for level in 1..version.num_levels() {
+            let rewrite_at = rewrite_ratio(version, options, level);
             for t in version.files(level) {
                 if state.busy_files.contains(&t.number) {
                     continue;
@@ -284,7 +317,7 @@ impl Jungle {
                     f64::MAX
                 } else {
                     let ratio = t.file_size as f64 / fresh_bytes(t) as f64;
-                    if ratio <= jungle.compaction_factor {
+                    if ratio <= rewrite_at {
                         continue;
                     }
                     ratio
