@@ -82,21 +82,26 @@ fn level_limit(options: &Options, level: usize) -> f64 {
     options.level_target_bytes(level) as f64 * options_of(options).compaction_factor
 }
 
+/// Trees the deepest level must hold before its rewrites are staggered ([`rewrite_ratio`]):
+/// with fewer, the level's ratio is one or two trees' own, and a lone tree would be rewritten
+/// at (1 + C) / 2 instead of C.
+const STAGGER_MIN_TREES: usize = 8;
+
 /// The space ratio (file bytes over [`fresh_bytes`]) past which a tree of `level` is rewritten,
-/// or replaced rather than appended to: C, except on the deepest level while its trees together
-/// pass (1 + C) / 2, when it is the level's own ratio. Appends reach the deepest level's trees
-/// evenly, so trees rewritten only at C all reach it together and the level's bytes swing
-/// between about 1 and C times its live bytes; rewriting the trees above the level's ratio
-/// first spreads them out until their ratios lie evenly between 1 and C, where the level
-/// holds (1 + C) / 2 and each tree is still rewritten at about C (docs/jungle.md,
-/// "Staggered rewrites").
+/// or replaced rather than appended to: C, except on the deepest level (of at least
+/// [`STAGGER_MIN_TREES`] trees) while its trees together pass (1 + C) / 2, when it is the
+/// level's own ratio. Appends reach the deepest level's trees evenly, so trees rewritten only
+/// at C all reach it together and the level's bytes swing between about 1 and C times its live
+/// bytes; rewriting the trees above the level's ratio first spreads them out until their
+/// ratios lie evenly between 1 and C, where the level holds (1 + C) / 2 and each tree is still
+/// rewritten at about C (docs/jungle.md, "Staggered rewrites, paced writes").
 fn rewrite_ratio(version: &Version, options: &Options, level: usize) -> f64 {
     let c = options_of(options).compaction_factor;
-    if version.deepest_level() != Some(level) {
+    let trees = version.files(level);
+    if version.deepest_level() != Some(level) || trees.len() < STAGGER_MIN_TREES {
         return c;
     }
-    let (file, fresh) = version
-        .files(level)
+    let (file, fresh) = trees
         .iter()
         .filter(|t| t.format == TableFormat::Tree)
         .fold((0u64, 0u64), |(file, fresh), t| {

@@ -145,22 +145,22 @@ fn pending_bytes_count_only_what_passes_c_times_a_level_target() {
     assert_eq!(Jungle.pending_bytes(&v, &options()), 500);
 }
 
-/// Trees of `level` over "a".."z" in equal key slices, each of 100,000 live bytes in a file
-/// `ratios[i]` times what a fresh tree of it needs (numbers from 1), plus `below` (a fresh tree
-/// of every key one level down) when given.
+/// Trees of `level`, tree `i + 1` over the keys `k{i}a..=k{i}z` holding 100,000 live bytes in a
+/// file `ratios[i]` times what a fresh tree of them needs, plus `below` (a fresh tree of every
+/// key one level down) when given.
 fn aged_level(level: u32, ratios: &[f64], below: bool) -> Version {
-    let keys = ["a", "f", "g", "m", "n", "t"];
     let mut files: Vec<(u32, FileMeta)> = ratios
         .iter()
         .enumerate()
         .map(|(i, &ratio)| {
-            let t = tree(i as u64 + 1, keys[2 * i], keys[2 * i + 1], 100_000);
+            let (s, l) = (format!("k{i:02}a"), format!("k{i:02}z"));
+            let t = tree(i as u64 + 1, &s, &l, 100_000);
             let file_size = (ratio * fresh_bytes(&t) as f64) as u64;
             (level, FileMeta { file_size, ..t })
         })
         .collect();
     if below {
-        files.push((level + 1, tree(9, "a", "z", 100_000)));
+        files.push((level + 1, tree(99, "k", "l", 100_000)));
     }
     version(&[], files)
 }
@@ -187,16 +187,17 @@ fn the_deepest_level_rewrites_its_fullest_trees_early_once_past_the_middle_of_1_
         ..options()
     };
     let choose = |v: &Version| rewritten(&Jungle.choose(v, &options, &State::default()));
-    // Ratios 2.6, 2.2 and 1.7 (C = 3): the level holds 2.17 times its fresh bytes, past
-    // (1 + 3) / 2, so the tree above the level's ratio is rewritten before it reaches C.
-    assert_eq!(
-        choose(&aged_level(3, &[2.6, 2.2, 1.7], false)),
-        Some((3, 1))
-    );
-    // Ratios 2.6, 1.5 and 1.5: the level is within (1 + C) / 2, so only C rewrites.
-    assert_eq!(choose(&aged_level(3, &[2.6, 1.5, 1.5], false)), None);
+    // Eight trees (C = 3) holding 2.08 times their fresh bytes together, past (1 + 3) / 2:
+    // the trees above the level's ratio are due before they reach C, the largest first.
+    let spread = [2.6, 2.2, 2.2, 2.2, 2.0, 2.0, 1.7, 1.7];
+    assert_eq!(choose(&aged_level(3, &spread, false)), Some((3, 1)));
+    // Within (1 + C) / 2: only C rewrites.
+    let within = [2.6, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5];
+    assert_eq!(choose(&aged_level(3, &within, false)), None);
     // Past C: rewritten whatever the level holds.
     assert_eq!(choose(&aged_level(3, &[3.2, 1.1], false)), Some((3, 1)));
-    // The same trees above a deeper level: their data merges down, so only C rewrites them.
-    assert_eq!(choose(&aged_level(2, &[2.6, 2.2, 1.7], true)), None);
+    // Three trees: too few to spread, so only C rewrites (a lone tree is not rewritten at 2).
+    assert_eq!(choose(&aged_level(3, &[2.6, 2.2, 1.7], false)), None);
+    // The same eight above a deeper level: their data merges down, so only C rewrites them.
+    assert_eq!(choose(&aged_level(2, &spread, true)), None);
 }
