@@ -561,9 +561,11 @@ mod tests {
         let space = fill.space_amp().unwrap();
         assert!(space > 0.1 && space < 20.0, "space amplification {space}");
         assert!(fill.cpu_seconds.is_some() && fill.peak_rss.is_some());
-        // Anonymous memory is part of the resident set, whose peak VmHWM is.
+        // Both measured, but not ordered: the kernel moves VmHWM up only when it looks (at an
+        // unmap, at exit, when read), so memory an allocator returns with madvise between two
+        // reads can leave a sampled anonymous peak above it (CI saw 97.3 MB against 95.6 MB).
         let (anon, rss) = (fill.peak_anon_rss.unwrap(), fill.peak_rss.unwrap());
-        assert!(anon > 0 && anon <= rss, "{anon} {rss}");
+        assert!(anon > 0 && rss > 0, "{anon} {rss}");
         assert_eq!(run(Benchmark::ReadRandom).found, Some(3000));
         assert_eq!(run(Benchmark::SeekRandom).found, Some(3000));
         assert_eq!(run(Benchmark::ReadMissing).found, Some(0));
