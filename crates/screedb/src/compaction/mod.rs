@@ -93,7 +93,8 @@ pub enum OutputPlan {
     /// `new_guard_bits` one bits and once a tree holds `target_file_size` of live data; each
     /// cut key becomes a guard of the output level. A target whose append would take its file
     /// past `replace_past_percent` hundredths of the bytes a fresh tree of its entries needs
-    /// (Jungle's compaction factor) is replaced instead: merged with its batch into a new tree.
+    /// (Jungle's rewrite ratio: C, lower on a deepest level whose rewrites are staggered) is
+    /// replaced instead: merged with its batch into a new tree.
     Trees {
         /// Live bytes at which a new tree is cut.
         target_file_size: u64,
@@ -178,8 +179,9 @@ pub trait CompactionStrategy: Send + Sync + std::fmt::Debug {
     /// Estimated bytes compaction must still merge before this layout's levels are within the
     /// bounds `choose` keeps them to; drives the pending-compaction write stall
     /// (`Options::soft_pending_compaction_bytes`). Pure, like `choose`, and cheap: the write
-    /// leader asks for every write group, holding the database mutex. Default: level 0's bytes once it reached the
-    /// compaction trigger, plus each level's excess over `Options::level_target_bytes`
+    /// leader asks for every write group, holding the database mutex. Default: level 0's bytes
+    /// once it reached the compaction trigger, plus each level's excess over
+    /// `Options::level_target_bytes`
     /// ([`Version::pending_compaction_bytes`], as RocksDB estimates it for leveled).
     fn pending_bytes(&self, version: &Version, options: &Options) -> u64 {
         version.pending_compaction_bytes(options)

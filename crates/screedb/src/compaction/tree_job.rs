@@ -7,9 +7,10 @@
 //! and once it holds `target_file_size` of live data; the cut key becomes a guard. A key past
 //! the last key of a range's tree may start a new tree too, when it is a guard candidate (so
 //! keys written in ascending order get new trees instead of growing one forever). A tree whose
-//! append would take it past `replace_past_percent` (Jungle's C) is replaced instead: merged
-//! with its batch into a new tree of its range. The same machinery writes a Jungle flush
-//! straight into level 1 ([`flush`]).
+//! append would take it past `replace_past_percent` (Jungle's rewrite ratio: C, or lower on a
+//! deepest level whose rewrites are staggered) is replaced instead: merged with its batch into
+//! a new tree of its range. The same machinery writes a Jungle flush straight into level 1
+//! ([`flush`]).
 //!
 //! Survivors: entries bound for a new tree pass the same snapshot-stripe rule as every merge
 //! (`Survivors`); an append applies it to the batch merged with the leaves it touches, so the
